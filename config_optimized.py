@@ -1,0 +1,396 @@
+"""Typed training config, hardware detection and per-hardware profiles.
+
+``python config_optimized.py`` prints the detected hardware, the profile picked for it and the
+fully resolved config. Every field below is also a command-line option of
+``mario_rl_optimized.py`` (``batch_size`` -> ``--batch-size``), so users tune per machine
+without editing code. Tune a profile here, or save one with
+``benchmark_performance.py --autotune`` (picked up from ``profiles/autotuned.json``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from wrappers.options import EnvOptions
+
+FRAME_BYTES = 84 * 84
+REPLAY_META_BYTES = 6          # action uint8 + reward float32 + flags uint8
+AUTOTUNED_PROFILE = Path(__file__).resolve().parent / "profiles" / "autotuned.json"
+
+
+def doc(text: str, default, **kw):
+    return field(default=default, metadata={"help": text, **kw})
+
+
+@dataclass
+class Config:
+    # --- what to train
+    env: str = doc("environment id: an ALE id (ALE/Pong-v5) or a Mario id (SuperMarioBros-1-1-v0)", "SuperMarioBros-1-1-v0")
+    total_steps: int = doc("stop after this many agent steps (after frame skip), summed over all envs", 5_000_000)
+    seed: int = doc("seed for envs, exploration and network init", 1)
+    profile: str = doc("hardware profile: auto, cpu-small, cpu-large, gpu-minimum, gpu-recommended, gpu-optimal, autotuned", "auto")
+    device: str = doc("learner device: auto (cuda, then mps, then cpu), cuda, mps or cpu", "auto")
+    # --- environment
+    frame_stack: int = doc("frames stacked per observation", 4)
+    frame_skip: int = doc("emulator frames per agent step", 4)
+    max_pool: bool = doc("max-pool the last two skipped frames (MaxAndSkip)", True)
+    noop_max: int = doc("random no-ops at reset, Atari (NoopReset); 0 disables", 30)
+    episodic_life: bool = doc("a lost life ends the learning episode, Atari (EpisodicLife)", True)
+    fire_reset: bool = doc("press FIRE after reset where the game needs it, Atari (FireReset)", True)
+    clip_rewards: bool = doc("learn from rewards clipped to [-1, 1] (ClipReward); logs keep raw returns", True)
+    sticky_actions: float = doc("repeat_action_probability; -1 keeps the env id's default (v5: 0.25)", -1.0)
+    mario_actions: str = doc("Mario action set: right_only, simple or complex", "simple")
+    # --- collectors and queues
+    num_collectors: int = doc("collector processes stepping envs", 1)
+    envs_per_collector: int = doc("envs each collector steps with one batched forward pass", 8)
+    start_method: str = doc("multiprocessing start method: spawn, forkserver or fork", "spawn")
+    queue_capacity: int = doc("slots (transitions) in each collector's shared-memory ring", 4096)
+    drop_when_full: bool = doc("drop (and count) transitions when a ring is full instead of waiting", False)
+    consolidation_batch: int = doc("most transitions the consolidation thread moves from one ring per drain", 1024)
+    model_update_frequency: int = doc("learner updates between weight pushes to the collectors", 50)
+    max_collector_restarts: int = doc("crashed-collector restarts before the run stops", 3)
+    apex_epsilon: bool = doc("spread epsilon over envs Ape-X style (eps_i = 0.4^(1+7i/(N-1))) instead of one schedule", False)
+    # --- replay
+    buffer_size: int = doc("replay capacity in transitions (each 84x84 frame stored once)", 100_000)
+    learning_starts: int = doc("agent steps collected before the first update", 20_000)
+    n_step: int = doc("n-step return length", 3)
+    gamma: float = doc("discount factor", 0.99)
+    prioritized: bool = doc("prioritized replay (Schaul et al. 2016) instead of uniform", False)
+    per_alpha: float = doc("prioritized replay: priority exponent", 0.6)
+    per_beta: float = doc("prioritized replay: importance-sampling exponent at the start (annealed to 1)", 0.4)
+    prefetch_batches: int = doc("batches sampled ahead of the learner by the prefetch thread", 4)
+    # --- learner
+    model_arch: str = doc("Q-network: batchnorm (seed 004) or nature (plain Nature DQN)", "batchnorm")
+    dueling: bool = doc("dueling Q head", False)
+    batch_size: int = doc("samples per micro-batch", 32)
+    grad_accum_steps: int = doc("micro-batches accumulated per optimizer step (effective batch = batch_size x this)", 1)
+    replay_ratio: float = doc("samples trained per agent step, enforced both ways (8 = batch 32 every 4 steps)", 8.0)
+    lr: float = doc("Adam learning rate", 1e-4)
+    adam_eps: float = doc("Adam epsilon", 1.5e-4)
+    max_grad_norm: float = doc("gradient-norm clip; 0 disables", 10.0)
+    target_update_interval: int = doc("optimizer steps between target-network syncs", 1000)
+    double_dqn: bool = doc("Double DQN targets", True)
+    amp: bool = doc("mixed precision (bf16 autocast on CPU, fp16 + GradScaler on CUDA)", True)
+    amp_dtype: str = doc("autocast dtype: auto, bf16 or fp16 (fp16 needs CUDA)", "auto")
+    compile: bool = doc("torch.compile the learner's network", False)
+    channels_last: bool = doc("channels_last memory format for the convs (CUDA)", False)
+    learner_threads: int = doc("torch threads in the learner process; 0 = cores left after collectors", 0)
+    # --- exploration
+    eps_start: float = doc("epsilon at the first step", 1.0)
+    eps_end: float = doc("epsilon after the decay", 0.01)
+    eps_decay_steps: int = doc("agent steps over which epsilon decays linearly", 250_000)
+    # --- run directory, logs, checkpoints
+    run_dir: str = doc("directory for checkpoints, metrics.jsonl and logs", "runs/latest")
+    resume: bool = doc("continue the run in --run-dir from its last checkpoint", False)
+    checkpoint_interval: int = doc("optimizer steps between checkpoints", 5_000)
+    epoch_steps: int = doc("agent steps per epoch: one [MAIN] log line and one metrics.jsonl row", 10_000)
+    processor_log_interval: float = doc("seconds between [PROCESSOR] log lines", 10.0)
+
+    def env_options(self) -> EnvOptions:
+        return EnvOptions(frame_stack=self.frame_stack, frame_skip=self.frame_skip, max_pool=self.max_pool,
+                          noop_max=self.noop_max, episodic_life=self.episodic_life, fire_reset=self.fire_reset,
+                          clip_rewards=self.clip_rewards, sticky_actions=self.sticky_actions,
+                          mario_actions=self.mario_actions)
+
+    @property
+    def effective_batch(self) -> int:
+        return self.batch_size * self.grad_accum_steps
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# ----------------------------------------------------------------------------- hardware
+@dataclass
+class Hardware:
+    cores: int
+    ram_bytes: int
+    ram_available_bytes: int
+    cpu_model: str
+    cpu_bf16: bool
+    cuda: bool
+    gpu_name: str | None
+    gpu_mem_bytes: int
+    mps: bool
+
+    def describe(self) -> str:
+        gpu = f"{self.gpu_name} ({self.gpu_mem_bytes / 2**30:.1f} GiB)" if self.cuda else ("Apple MPS" if self.mps else "none")
+        return (f"CPU: {self.cpu_model}, {self.cores} cores{' (bf16)' if self.cpu_bf16 else ''}; "
+                f"RAM: {self.ram_bytes / 2**30:.1f} GiB ({self.ram_available_bytes / 2**30:.1f} GiB available); GPU: {gpu}")
+
+
+def _meminfo() -> tuple[int, int]:
+    try:
+        vals = {}
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            key, rest = line.split(":", 1)
+            vals[key] = int(rest.split()[0]) * 1024
+        return vals["MemTotal"], vals.get("MemAvailable", vals["MemFree"])
+    except (OSError, KeyError, ValueError):
+        page = os.sysconf("SC_PAGE_SIZE")
+        total = os.sysconf("SC_PHYS_PAGES") * page
+        try:
+            return total, os.sysconf("SC_AVPHYS_PAGES") * page
+        except (ValueError, OSError):
+            return total, total // 2
+
+
+def _cpu_info() -> tuple[str, bool]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine(), platform.machine() == "arm64"
+    model = next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("model name")), platform.machine())
+    flags = set(next((l.split(":", 1)[1].split() for l in text.splitlines() if l.startswith("flags")), []))
+    return model, bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def detect_hardware() -> Hardware:
+    import torch
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    total, avail = _meminfo()
+    model, bf16 = _cpu_info()
+    cuda = torch.cuda.is_available()
+    name, mem = None, 0
+    if cuda:
+        props = torch.cuda.get_device_properties(0)
+        name, mem = props.name, props.total_memory
+    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps)
+
+
+def resolve_device(requested: str, hw: Hardware) -> str:
+    if requested == "auto":
+        return "cuda" if hw.cuda else ("mps" if hw.mps else "cpu")
+    return requested
+
+
+# ----------------------------------------------------------------------------- profiles
+# Each profile is a set of overrides over the Config defaults. The replay ratio is never part
+# of a profile: a faster machine trains on more samples per second, not fewer per frame.
+PROFILES: dict[str, dict] = {
+    # 2-4 cores, no GPU (our developer and CI machines): one collector process on one core, the
+    # learner (bf16 autocast where the CPU has bf16) on the other.
+    "cpu-small": dict(num_collectors=1, envs_per_collector=8, batch_size=32, grad_accum_steps=1,
+                      buffer_size=100_000, model_update_frequency=50, queue_capacity=4096,
+                      compile=False, amp=True, channels_last=False),
+    "cpu-large": dict(num_collectors=2, envs_per_collector=8, batch_size=64, grad_accum_steps=1,
+                      buffer_size=200_000, model_update_frequency=50, queue_capacity=4096,
+                      compile=False, amp=True, channels_last=False),
+    # Seed 004's tables: minimum (GTX 1060, 6 GB), recommended (RTX 3070, 8 GB+), optimal (4090/A100).
+    "gpu-minimum": dict(num_collectors=2, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
+                        buffer_size=100_000, model_update_frequency=5, queue_capacity=8192,
+                        compile=False, amp=True, channels_last=True),
+    "gpu-recommended": dict(num_collectors=4, envs_per_collector=16, batch_size=512, grad_accum_steps=1,
+                            buffer_size=500_000, model_update_frequency=5, queue_capacity=16384,
+                            compile=True, amp=True, channels_last=True),
+    "gpu-optimal": dict(num_collectors=8, envs_per_collector=32, batch_size=1024, grad_accum_steps=1,
+                        buffer_size=1_000_000, model_update_frequency=5, queue_capacity=32768,
+                        compile=True, amp=True, channels_last=True),
+}
+
+
+def load_autotuned() -> dict | None:
+    if not AUTOTUNED_PROFILE.exists():
+        return None
+    try:
+        data = json.loads(AUTOTUNED_PROFILE.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"profile file {AUTOTUNED_PROFILE} does not parse ({e}); fix it or delete it "
+                          "and run benchmark_performance.py --autotune again") from None
+    overrides = data.get("overrides", data)
+    unknown = set(overrides) - {f.name for f in fields(Config)}
+    if unknown:
+        raise ConfigError(f"profile file {AUTOTUNED_PROFILE} sets unknown fields {sorted(unknown)}; "
+                          "delete it or re-run benchmark_performance.py --autotune")
+    return overrides
+
+
+def pick_profile(hw: Hardware) -> str:
+    if hw.cuda:
+        gib = hw.gpu_mem_bytes / 2**30
+        if gib >= 20 and hw.cores >= 16 and hw.ram_bytes >= 60 * 2**30:
+            return "gpu-optimal"
+        if gib >= 7.5 and hw.cores >= 8:
+            return "gpu-recommended"
+        return "gpu-minimum"
+    return "cpu-small" if hw.cores <= 4 else "cpu-large"
+
+
+def scale_profile(name: str, hw: Hardware) -> dict:
+    """A named profile, with the collector count fitted to this machine's cores and the
+    replay fitted to half of the available RAM."""
+    if name == "autotuned":
+        over = load_autotuned()
+        if over is None:
+            raise ConfigError(f"--profile autotuned: no {AUTOTUNED_PROFILE}; run benchmark_performance.py --autotune first")
+        return dict(over)
+    over = dict(PROFILES[name])
+    if name == "cpu-large":
+        over["num_collectors"] = max(1, min(8, (hw.cores - 2) // 2))
+    elif name.startswith("gpu"):
+        over["num_collectors"] = max(1, min(over["num_collectors"], hw.cores - 2))
+    per = FRAME_BYTES + REPLAY_META_BYTES
+    fit = int(hw.ram_available_bytes * 0.5 // per)
+    over["buffer_size"] = max(10_000, min(over["buffer_size"], fit))
+    return over
+
+
+# ----------------------------------------------------------------------------- validation
+class ConfigError(ValueError):
+    """A config value that cannot work; the message names the field, the value and the fix."""
+
+
+def validate(cfg: Config, hw: Hardware) -> list[str]:
+    """Raise ConfigError for the first impossible setting; return warnings for dubious ones."""
+    from wrappers.mario import ACTION_SETS
+    from wrappers.registry import UnknownEnvError, check_env_id
+
+    def bad(name, msg):
+        raise ConfigError(f"--{name.replace('_', '-')} {getattr(cfg, name)!r}: {msg}")
+
+    try:
+        check_env_id(cfg.env)
+    except UnknownEnvError as e:
+        raise ConfigError(str(e)) from None
+    positive = ["total_steps", "frame_stack", "frame_skip", "num_collectors", "envs_per_collector", "queue_capacity",
+                "consolidation_batch", "model_update_frequency", "buffer_size", "n_step", "batch_size",
+                "grad_accum_steps", "target_update_interval", "checkpoint_interval", "epoch_steps", "prefetch_batches"]
+    for name in positive:
+        if getattr(cfg, name) <= 0:
+            bad(name, "must be a positive integer")
+    for name in ["noop_max", "learning_starts", "max_collector_restarts", "eps_decay_steps", "learner_threads"]:
+        if getattr(cfg, name) < 0:
+            bad(name, "must be 0 or more")
+    if cfg.profile not in ("auto", "autotuned", *PROFILES):
+        bad("profile", f"unknown profile; choose auto, autotuned or one of {sorted(PROFILES)}")
+    if cfg.device not in ("auto", "cpu", "cuda", "mps"):
+        bad("device", "choose auto, cpu, cuda or mps")
+    if cfg.device == "cuda" and not hw.cuda:
+        bad("device", "CUDA is not available on this machine; use --device cpu (or auto)")
+    if cfg.device == "mps" and not hw.mps:
+        bad("device", "Apple MPS is not available on this machine; use --device cpu (or auto)")
+    if cfg.start_method not in ("spawn", "forkserver", "fork"):
+        bad("start_method", "choose spawn, forkserver or fork")
+    if cfg.mario_actions not in ACTION_SETS:
+        bad("mario_actions", f"choose one of {list(ACTION_SETS)}")
+    if cfg.model_arch not in ("batchnorm", "nature"):
+        bad("model_arch", "choose batchnorm or nature")
+    if cfg.amp_dtype not in ("auto", "bf16", "fp16"):
+        bad("amp_dtype", "choose auto, bf16 or fp16")
+    device = resolve_device(cfg.device, hw)
+    if cfg.amp and cfg.amp_dtype == "fp16" and device != "cuda":
+        bad("amp_dtype", f"fp16 autocast needs CUDA but the learner runs on {device}; use --amp-dtype bf16 (or auto)")
+    if not 0 < cfg.gamma <= 1:
+        bad("gamma", "must be in (0, 1]")
+    if cfg.replay_ratio <= 0:
+        bad("replay_ratio", "must be positive (samples trained per agent step; 8 = batch 32 every 4 steps)")
+    if not (0 <= cfg.eps_end <= 1 and 0 <= cfg.eps_start <= 1):
+        bad("eps_start" if not 0 <= cfg.eps_start <= 1 else "eps_end", "must be in [0, 1]")
+    if cfg.lr <= 0:
+        bad("lr", "must be positive")
+    if not (cfg.sticky_actions == -1.0 or 0 <= cfg.sticky_actions <= 1):
+        bad("sticky_actions", "must be -1 (env default) or in [0, 1]")
+    if cfg.model_arch == "batchnorm" and cfg.batch_size < 2:
+        bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
+    if cfg.batch_size > cfg.buffer_size:
+        bad("batch_size", f"is larger than --buffer-size {cfg.buffer_size}; lower the batch or raise the buffer")
+    total_envs = cfg.num_collectors * cfg.envs_per_collector
+    per_env = cfg.buffer_size // total_envs
+    if per_env < cfg.frame_stack + cfg.n_step + 2:
+        bad("buffer_size", f"gives {per_env} slots to each of {total_envs} envs; need at least "
+                           f"frame_stack + n_step + 2 = {cfg.frame_stack + cfg.n_step + 2}")
+    if cfg.queue_capacity < cfg.envs_per_collector:
+        bad("queue_capacity", f"must hold at least one step of all {cfg.envs_per_collector} envs of a collector")
+    need = cfg.buffer_size * (FRAME_BYTES + REPLAY_META_BYTES) + cfg.num_collectors * cfg.queue_capacity * (FRAME_BYTES + 32)
+    if need > hw.ram_available_bytes * 0.9:
+        bad("buffer_size", f"needs {need / 2**30:.2f} GiB for replay and queues but only "
+                           f"{hw.ram_available_bytes / 2**30:.2f} GiB of RAM is available; "
+                           f"use --buffer-size {int(hw.ram_available_bytes * 0.5 // (FRAME_BYTES + REPLAY_META_BYTES)):d} or less")
+    if Path(cfg.run_dir).exists() and not Path(cfg.run_dir).is_dir():
+        bad("run_dir", "is a file, not a directory; choose another --run-dir")
+    warnings = []
+    if cfg.model_arch == "batchnorm" and cfg.batch_size < 16:
+        warnings.append(f"batch_size {cfg.batch_size} < 16: BatchNorm statistics over so few samples are noisy")
+    if cfg.num_collectors + 1 > hw.cores * 2:
+        warnings.append(f"{cfg.num_collectors} collector processes and a learner on {hw.cores} cores contend for CPU")
+    return warnings
+
+
+# ----------------------------------------------------------------------------- CLI
+def _parse_bool(text: str) -> bool:
+    low = text.lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One option per Config field; unset options stay None so the profile can fill them."""
+    for f in fields(Config):
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default
+        kind = type(default)
+        help_text = f"{f.metadata['help']} (default: {default!r}, or the profile's)"
+        if kind is bool:
+            parser.add_argument(flag, type=_parse_bool, nargs="?", const=True, default=None, metavar="BOOL", help=help_text)
+        else:
+            parser.add_argument(flag, type=kind, default=None, help=help_text)
+
+
+def build_config(args: argparse.Namespace | dict | None = None, hw: Hardware | None = None) -> tuple[Config, Hardware, str]:
+    """Defaults <- profile <- explicit options. Returns the config, the hardware and the profile used."""
+    hw = hw or detect_hardware()
+    given = {k: v for k, v in (vars(args) if isinstance(args, argparse.Namespace) else (args or {})).items()
+             if v is not None and k in {f.name for f in fields(Config)}}
+    profile = given.get("profile", "auto")
+    if profile not in ("auto", "autotuned", *PROFILES):
+        raise ConfigError(f"--profile {profile!r}: unknown profile; choose auto, autotuned or one of {sorted(PROFILES)}")
+    if profile == "auto":
+        name = "autotuned" if AUTOTUNED_PROFILE.exists() else pick_profile(hw)
+    else:
+        name = profile
+    over = scale_profile(name, hw)
+    cfg = Config(**{**over, **given})
+    cfg.profile = name
+    return cfg, hw, name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Show the detected hardware, the chosen profile and the resolved config.")
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        cfg, hw, name = build_config(args)
+        warnings = validate(cfg, hw)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    print(f"Hardware: {hw.describe()}")
+    print(f"Device:   {resolve_device(cfg.device, hw)}")
+    print(f"Profile:  {name}" + (f" (from {AUTOTUNED_PROFILE})" if name == "autotuned" else ""))
+    for w in warnings:
+        print(f"Warning:  {w}")
+    print("Config:")
+    width = max(len(f.name) for f in fields(Config))
+    for f in fields(Config):
+        print(f"  {f.name:<{width}} = {getattr(cfg, f.name)!r}")
+    per = FRAME_BYTES + REPLAY_META_BYTES
+    print(f"Replay:   {cfg.buffer_size:,} transitions x {per:,} B = {cfg.buffer_size * per / 2**30:.2f} GiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Q-networks for pixel DQN: the BatchNorm conv DQN (seed 004) and the plain Nature DQN baseline.
+
+Both take uint8 frame stacks [B, C, 84, 84] and scale to [0, 1] inside the model, so the replay,
+the rings and the host-to-device copy all move 1 byte per pixel instead of 4.
+
+BatchNorm in a DQN has three traps, and this is how the project handles each:
+
+1. Acting and the target network must not use batch statistics. A collector acts on a batch
+   of 1..M correlated frames, and the target network evaluates s' batches whose statistics
+   differ from the training batch. Both therefore run in ``eval()`` mode and use the running
+   statistics; the collectors receive those running statistics with the weights
+   (``models.weights`` ships buffers too). The target network is a copy made with
+   ``copy_state_from`` and stays in eval mode for its whole life.
+2. Double DQN selects a' with the online network on s'. Running that forward pass in train
+   mode would fold s' into the running statistics and normalise with s' batch statistics, so
+   the learner evaluates s' with the online network switched to eval mode under no_grad.
+3. Tiny batches make batch statistics noise. The config refuses batch_size < 2 (BatchNorm
+   cannot train on one sample) and warns below 16; with gradient accumulation each
+   micro-batch is normalised on its own statistics ("ghost batch norm"), which is why the
+   accumulation equivalence test uses the plain Nature DQN.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def _conv_out_hw(size: int) -> int:
+    for k, s in ((8, 4), (4, 2), (3, 1)):
+        size = (size - k) // s + 1
+    return size
+
+
+class _QHead(nn.Module):
+    """Linear Q head, optionally dueling (Wang et al. 2016): Q = V + A - mean(A)."""
+
+    def __init__(self, in_features: int, n_actions: int, hidden: int, dueling: bool):
+        super().__init__()
+        self.dueling = dueling
+        if dueling:
+            self.value = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, 1))
+            self.advantage = nn.Sequential(
+                nn.Linear(in_features, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, n_actions)
+            )
+        else:
+            self.q = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, n_actions))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.dueling:
+            adv = self.advantage(x)
+            return self.value(x) + adv - adv.mean(dim=1, keepdim=True)
+        return self.q(x)
+
+
+class _PixelDQN(nn.Module):
+    def __init__(self, features: nn.Sequential, in_channels: int, n_actions: int, hidden: int, dueling: bool,
+                 frame_size: int):
+        super().__init__()
+        self.in_channels = in_channels
+        self.n_actions = n_actions
+        self.features = features
+        hw = _conv_out_hw(frame_size)
+        self.head = _QHead(64 * hw * hw, n_actions, hidden, dueling)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        # uint8 in, scaled here: one fused multiply, and under autocast the convs run in bf16/fp16.
+        x = obs.float().mul_(1.0 / 255.0) if obs.dtype == torch.uint8 else obs
+        x = self.features(x)
+        return self.head(torch.flatten(x, 1))
+
+
+class BatchNormDQN(_PixelDQN):
+    """Nature conv stack with BatchNorm, no conv bias (BatchNorm's shift replaces it), Kaiming init."""
+
+    def __init__(self, in_channels: int, n_actions: int, hidden: int = 512, dueling: bool = False,
+                 frame_size: int = 84):
+        features = nn.Sequential(
+            nn.Conv2d(in_channels, 32, 8, stride=4, bias=False), nn.BatchNorm2d(32), nn.ReLU(inplace=True),
+            nn.Conv2d(32, 64, 4, stride=2, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+            nn.Conv2d(64, 64, 3, stride=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+        )
+        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size)
+        for m in self.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+
+
+class NatureDQN(_PixelDQN):
+    """Mnih et al. 2015, unchanged (PyTorch default init, conv bias, no BatchNorm): the benchmark baseline."""
+
+    def __init__(self, in_channels: int, n_actions: int, hidden: int = 512, dueling: bool = False,
+                 frame_size: int = 84):
+        features = nn.Sequential(
+            nn.Conv2d(in_channels, 32, 8, stride=4), nn.ReLU(inplace=True),
+            nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(inplace=True),
+            nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(inplace=True),
+        )
+        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size)
+
+
+MODELS = {"batchnorm": BatchNormDQN, "nature": NatureDQN}
+
+
+def build_model(arch: str, in_channels: int, n_actions: int, dueling: bool = False) -> nn.Module:
+    """Build a Q-network by name ('batchnorm' or 'nature')."""
+    if arch not in MODELS:
+        raise ValueError(f"model_arch={arch!r} is not a model; choose one of {sorted(MODELS)}")
+    return MODELS[arch](in_channels, n_actions, dueling=dueling)

@@ -1,0 +1,80 @@
+"""The batch of envs one collector steps: ale-py's C++ vector env for Atari, a gymnasium
+SyncVectorEnv of Mario envs. Both autoreset in NEXT_STEP mode; this adapter gives the collector
+one shape of answer for both: newest gray frames [N, 84, 84] (frame stacking is the
+collector's job, so the replay can store each frame once), raw rewards, and a mask of the envs
+whose returned frame is a fresh reset (their action was ignored).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+
+from .factory import make_single_frame_env
+from .options import EnvOptions
+from .registry import ale_default_sticky, ale_game, is_mario
+
+
+@dataclass
+class BatchStep:
+    frames: np.ndarray      # [N, H, W] uint8, newest frame of each env
+    rewards: np.ndarray     # [N] float32, raw (unclipped) reward of this step
+    terminated: np.ndarray  # [N] bool, for learning (a lost life counts with episodic_life)
+    truncated: np.ndarray   # [N] bool
+    reset: np.ndarray       # [N] bool, frames[i] is a reset observation; the action sent was ignored
+    x_pos: np.ndarray       # [N] float32, Mario's x position (NaN for Atari)
+    flag: np.ndarray        # [N] bool, Mario reached the flag
+
+
+class BatchedEnv:
+    def __init__(self, env_id: str, opts: EnvOptions, num_envs: int, num_threads: int = 1):
+        self.env_id, self.num_envs, self.mario = env_id, num_envs, is_mario(env_id)
+        if self.mario:
+            fns = [lambda: make_single_frame_env(env_id, opts) for _ in range(num_envs)]
+            self.env = gym.vector.SyncVectorEnv(fns, copy=True, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        else:
+            from ale_py.vector_env import AtariVectorEnv
+
+            sticky = ale_default_sticky(env_id) if opts.sticky_actions < 0 else opts.sticky_actions
+            self.env = AtariVectorEnv(
+                ale_game(env_id), num_envs, num_threads=num_threads, stack_num=1,
+                frameskip=opts.frame_skip, maxpool=opts.max_pool, noop_max=opts.noop_max,
+                img_height=opts.frame_size, img_width=opts.frame_size, grayscale=True,
+                # life_loss_info is the classic EpisodicLife (the game goes on); ale-py's own
+                # episodic_life restarts the whole game on every lost life.
+                episodic_life=False, life_loss_info=opts.episodic_life,
+                reward_clipping=False, use_fire_reset=opts.fire_reset, repeat_action_probability=sticky)
+        self.n_actions = int(self.env.single_action_space.n)
+        self._prev_done = np.zeros(num_envs, bool)
+        self._prev_efn = np.zeros(num_envs, np.int64)
+        self._nan = np.full(num_envs, np.nan, np.float32)
+        self._false = np.zeros(num_envs, bool)
+
+    def reset(self, seed: int | None = None) -> np.ndarray:
+        obs, info = self.env.reset(seed=seed)
+        self._prev_done[:] = False
+        if not self.mario:
+            self._prev_efn[:] = info["episode_frame_number"]
+        return obs.reshape(self.num_envs, *obs.shape[-2:])
+
+    def step(self, actions: np.ndarray) -> BatchStep:
+        obs, rew, term, trunc, info = self.env.step(actions)
+        if self.mario:
+            reset = self._prev_done.copy()
+            x_pos = np.where(info.get("_x_pos", self._false), info.get("x_pos", self._nan), np.nan).astype(np.float32)
+            flag = np.asarray(info.get("flag_get", self._false), bool)
+        else:
+            # After a life-loss termination the game goes on; the vector env restarted an env
+            # exactly when its episode frame counter went back.
+            efn = info["episode_frame_number"]
+            reset = self._prev_done & (efn <= self._prev_efn)
+            self._prev_efn[:] = efn
+            x_pos, flag = self._nan, self._false
+        term, trunc = np.asarray(term, bool), np.asarray(trunc, bool)
+        self._prev_done = term | trunc
+        frames = obs.reshape(self.num_envs, *obs.shape[-2:])
+        return BatchStep(frames, np.asarray(rew, np.float32), term, trunc, reset, x_pos, flag)
+
+    def close(self):
+        self.env.close()

@@ -1,0 +1,30 @@
+"""``make_env``: one entry point for every supported game."""
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+
+from .atari import make_atari_env
+from .mario import make_mario_env
+from .options import EnvOptions
+from .registry import check_env_id, is_mario
+
+
+def make_env(env_id: str, opts: EnvOptions | None = None, render_mode: str | None = None, **overrides) -> gym.Env:
+    """A Gymnasium env producing uint8 [frame_stack, 84, 84] gray frame stacks.
+
+    ``env_id`` is an ALE id (``ALE/Pong-v5``) or a Mario id (``SuperMarioBros-1-1-v0``);
+    keyword ``overrides`` replace fields of ``opts`` (see ``EnvOptions``).
+    """
+    opts = dataclasses.replace(opts or EnvOptions(), **overrides)
+    check_env_id(env_id)
+    if is_mario(env_id):
+        return make_mario_env(env_id, opts, render_mode)
+    return make_atari_env(env_id, opts, render_mode)
+
+
+def make_single_frame_env(env_id: str, opts: EnvOptions) -> gym.Env:
+    """The same env without frame stacking or reward clipping, for collectors: they stack frames
+    themselves (so the replay stores each frame once) and need raw rewards for the logs."""
+    return make_env(env_id, opts, frame_stack=1, clip_rewards=False, episodic_life=opts.episodic_life)
