@@ -1,0 +1,55 @@
+"""Atomic checkpoints: written to a temp file, fsynced, then renamed over the old one, so a
+crash, a full disk or a kill mid-write leaves the previous checkpoint intact."""
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import torch
+
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+class CheckpointError(RuntimeError):
+    pass
+
+
+def save(path: str | Path, state: dict) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise CheckpointError(f"could not write checkpoint {path}: {e.strerror or e}; the previous checkpoint "
+                              f"is untouched. Free disk space or choose a writable --run-dir.") from None
+
+
+def load(path: str | Path, env_id: str | None = None, n_actions: int | None = None, frame_stack: int | None = None) -> dict:
+    """Load and check a checkpoint; every failure names the file and what is wrong."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT_NAME
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {path} does not exist; pass a .pt file or a run directory that has one")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (EOFError, RuntimeError, pickle.UnpicklingError, ValueError, OSError) as e:
+        raise CheckpointError(f"checkpoint {path} is truncated or corrupt ({type(e).__name__}: {str(e)[:120]}); "
+                              "use an earlier checkpoint or start a new run without --resume") from None
+    if not isinstance(state, dict) or "meta" not in state or "learner" not in state:
+        raise CheckpointError(f"checkpoint {path} is not a checkpoint of this project (no 'meta'/'learner' entries)")
+    meta = state["meta"]
+    for key, want in (("env", env_id), ("n_actions", n_actions), ("frame_stack", frame_stack)):
+        if want is not None and meta.get(key) != want:
+            raise CheckpointError(f"checkpoint {path} was trained with {key}={meta.get(key)!r} but this run has "
+                                  f"{key}={want!r}; use a checkpoint of the same game and settings")
+    return state

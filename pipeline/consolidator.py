@@ -1,0 +1,69 @@
+"""Consolidation thread (learner process): drains every collector's ring in large batches into
+the replay and keeps the counters the logs and the replay-ratio control read."""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+import numpy as np
+
+from .ring import DROPS, EP_END, FLAG_GET, LAST
+
+
+class Consolidator(threading.Thread):
+    def __init__(self, rings, replay, max_batch: int, log, log_interval: float):
+        super().__init__(name="consolidator", daemon=True)
+        self.rings, self.replay, self.max_batch = rings, replay, max_batch
+        self.log, self.log_interval = log, log_interval
+        self.stop_event = threading.Event()
+        self.processed = 0      # records moved
+        self.env_steps = 0      # agent steps moved (records minus final-observation records)
+        self.batches = 0        # drains that moved something
+        self.busy_s = 0.0
+        self.episodes = collections.deque(maxlen=1000)  # (return, length, x_pos, flag) of whole games
+        self.episodes_total = 0
+        self.error: BaseException | None = None
+
+    def _sink(self, collector: int):
+        def sink(frames, fields):
+            self.replay.writer.write(collector, frames, fields)
+            flags = fields["flags"]
+            self.processed += len(flags)
+            self.env_steps += int(np.count_nonzero((flags & LAST) == 0))
+            for i in np.flatnonzero(flags & EP_END):
+                self.episodes.append((float(fields["ep_return"][i]), int(fields["ep_len"][i]),
+                                      float(fields["x_pos"][i]), bool(flags[i] & FLAG_GET)))
+                self.episodes_total += 1
+        return sink
+
+    def pending(self) -> int:
+        return sum(len(r) for r in self.rings)
+
+    def drops(self) -> int:
+        return int(sum(r.header[DROPS] for r in self.rings))
+
+    def drain_once(self) -> int:
+        t0 = time.perf_counter()
+        moved = 0
+        for i, ring in enumerate(self.rings):
+            n = ring.drain(self.max_batch, self._sink(i))
+            if n:
+                self.batches += 1
+                moved += n
+        if moved:
+            self.busy_s += time.perf_counter() - t0
+        return moved
+
+    def run(self) -> None:
+        last_log = time.monotonic()
+        try:
+            while not self.stop_event.is_set():
+                if not self.drain_once():
+                    time.sleep(0.002)
+                if time.monotonic() - last_log >= self.log_interval:
+                    last_log = time.monotonic()
+                    self.log(f"[PROCESSOR] Processed: {self.processed:,}, Batches: {self.batches:,}, Drops: {self.drops():,}, "
+                             f"Buffer: {len(self.replay):,}, Consolidated Queue: {self.pending():,}")
+        except BaseException as e:  # surfaced by the trainer's main loop
+            self.error = e

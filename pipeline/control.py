@@ -1,0 +1,77 @@
+"""The learner-to-collector control block in shared memory: a stop flag, the global step count
+(collectors derive epsilon from it) and the policy weights behind a seqlock.
+
+Why a seqlock and not a Queue: weights go to every collector every ``model_update_frequency``
+updates; pickling a state_dict per collector costs milliseconds of learner time each push. Here
+the learner writes once into shared memory and collectors copy when the version changes. The
+version is odd while a write is in progress; a reader that sees it change under its copy
+retries at its next step.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from models.weights import read_flat, write_flat
+
+from . import shm
+
+STOP, GLOBAL_STEPS, VERSION, UPDATES = 0, 8, 16, 24
+HEADER_WORDS = 32
+
+
+class ControlBlock:
+    def __init__(self, seg, n_weights: int, owner: bool):
+        self.seg, self.n_weights, self.owner = seg, n_weights, owner
+        self.header = np.ndarray((HEADER_WORDS,), np.int64, seg.buf, 0)
+        self.weights = torch.from_numpy(np.ndarray((n_weights,), np.float32, seg.buf, HEADER_WORDS * 8))
+        self._seen = -1
+
+    @classmethod
+    def create(cls, n_weights: int) -> "ControlBlock":
+        block = cls(shm.create("ctrl", HEADER_WORDS * 8 + 4 * n_weights), n_weights, owner=True)
+        block.header[:] = 0
+        return block
+
+    @classmethod
+    def attach(cls, name: str, n_weights: int) -> "ControlBlock":
+        return cls(shm.attach(name), n_weights, owner=False)
+
+    @property
+    def name(self) -> str:
+        return self.seg.name
+
+    @property
+    def stop(self) -> bool:
+        return bool(self.header[STOP])
+
+    def request_stop(self) -> None:
+        self.header[STOP] = 1
+
+    def publish(self, model: torch.nn.Module) -> None:
+        self.header[VERSION] += 1
+        write_flat(model, self.weights)
+        self.header[VERSION] += 1
+
+    def load_if_new(self, model: torch.nn.Module, scratch: torch.Tensor) -> bool:
+        v1 = int(self.header[VERSION])
+        if v1 == self._seen or v1 % 2 or v1 == 0:
+            return False
+        scratch.copy_(self.weights)
+        if int(self.header[VERSION]) != v1:
+            return False
+        read_flat(model, scratch)
+        self._seen = v1
+        return True
+
+    def close(self) -> None:
+        self.header = self.weights = None
+        try:
+            self.seg.close()
+        except BufferError:
+            pass
+        if self.owner:
+            try:
+                self.seg.unlink()
+            except FileNotFoundError:
+                pass

@@ -1,0 +1,140 @@
+"""The DQN learner: n-step Double-DQN targets, Huber loss, mixed precision, gradient
+accumulation and target-network syncs. One code path for CPU and CUDA: only the autocast dtype,
+the GradScaler's ``enabled`` flag and the memory format differ."""
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+import torch.nn.functional as F
+
+from models import build_model
+
+
+class TrainingDiverged(RuntimeError):
+    pass
+
+
+def amp_dtype_for(device: torch.device, amp: bool, requested: str = "auto") -> torch.dtype | None:
+    if not amp:
+        return None
+    if requested == "fp16" or (requested == "auto" and device.type == "cuda"):
+        return torch.float16
+    return torch.bfloat16
+
+
+def configure_backends(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True  # fixed 84x84 shapes: pick the fastest conv once
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+
+class Learner:
+    def __init__(self, cfg, in_channels: int, n_actions: int, device: torch.device):
+        self.cfg, self.device = cfg, device
+        configure_backends(device)
+        self.model = build_model(cfg.model_arch, in_channels, n_actions, cfg.dueling).to(device)
+        self.memory_format = torch.channels_last if cfg.channels_last else torch.contiguous_format
+        self.model = self.model.to(memory_format=self.memory_format)
+        self.target = copy.deepcopy(self.model).eval()  # eval forever: BatchNorm running stats
+        for p in self.target.parameters():
+            p.requires_grad_(False)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, eps=cfg.adam_eps)
+        self.amp_dtype = amp_dtype_for(device, cfg.amp, cfg.amp_dtype)
+        # GradScaler only for fp16; bf16 has fp32's exponent range and needs no loss scaling.
+        self.scaler = torch.amp.GradScaler(device.type if device.type == "cuda" else "cpu",
+                                           enabled=self.amp_dtype == torch.float16)
+        self.net = torch.compile(self.model) if cfg.compile else self.model
+        self.target_net = torch.compile(self.target) if cfg.compile else self.target
+        self.updates = 0
+        self.bad_steps = 0
+
+    def _autocast(self):
+        return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None)
+
+    def to_device(self, batch: dict) -> dict:
+        """numpy batch -> tensors on the learner device (pinned + non_blocking on CUDA)."""
+        cuda = self.device.type == "cuda"
+        out = {}
+        for k, v in batch.items():
+            if v is None or k in ("stream", "pos"):
+                out[k] = v
+                continue
+            t = torch.from_numpy(v)
+            if cuda:
+                t = t.pin_memory().to(self.device, non_blocking=True)
+            if k in ("obs", "next_obs"):
+                t = t.contiguous(memory_format=self.memory_format)
+            out[k] = t
+        return out
+
+    def td_targets(self, b: dict) -> torch.Tensor:
+        with torch.no_grad(), self._autocast():
+            q_next_target = self.target_net(b["next_obs"]).float()
+            if self.cfg.double_dqn:
+                # Online net in eval mode: s' must not move BatchNorm's running statistics.
+                self.net.eval()
+                a_star = self.net(b["next_obs"]).argmax(1, keepdim=True)
+                self.net.train()
+                q_next = q_next_target.gather(1, a_star).squeeze(1)
+            else:
+                q_next = q_next_target.max(1).values
+        return b["return"] + b["discount"] * q_next
+
+    def loss(self, b: dict):
+        target = self.td_targets(b)
+        with self._autocast():
+            q = self.net(b["obs"]).float().gather(1, b["action"].unsqueeze(1)).squeeze(1)
+        td = target - q
+        per_sample = F.smooth_l1_loss(q, target, reduction="none")
+        if b.get("weights") is not None:
+            per_sample = per_sample * b["weights"]
+        return per_sample.mean(), td.detach()
+
+    def update(self, micro_batches: list[dict]) -> dict:
+        """One optimizer step over ``grad_accum_steps`` micro-batches (already on device)."""
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        losses, tds = [], []
+        for b in micro_batches:
+            loss, td = self.loss(b)
+            self.scaler.scale(loss / len(micro_batches)).backward()
+            losses.append(loss.detach())
+            tds.append(td)
+        loss = torch.stack(losses).mean().item()
+        if not math.isfinite(loss):
+            self.bad_steps += 1
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.scaler.is_enabled():
+                self.scaler.update()  # fp16 overflow: the scaler lowers its scale and goes on
+            if self.bad_steps >= 100:
+                raise TrainingDiverged(f"loss was NaN/inf for {self.bad_steps} updates in a row; "
+                                       "lower --lr, or turn off --amp to rule out precision")
+            return {"loss": float("nan"), "td_error": float("nan"), "td_abs": [t.abs() for t in tds], "skipped": True}
+        self.bad_steps = 0
+        if self.cfg.max_grad_norm > 0:
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.updates += 1
+        if self.updates % self.cfg.target_update_interval == 0:
+            self.sync_target()
+        td_abs = [t.abs() for t in tds]
+        return {"loss": loss, "td_error": float(torch.cat(td_abs).mean()), "td_abs": td_abs, "skipped": False}
+
+    def sync_target(self) -> None:
+        self.target.load_state_dict(self.model.state_dict())
+
+    def state_dict(self) -> dict:
+        return {"model": self.model.state_dict(), "target": self.target.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.updates = int(state["updates"])

@@ -1,0 +1,89 @@
+"""Replay storage: one circular stream per env, each 84x84 frame stored once.
+
+A record is (newest frame of the observation, action, reward, flags). Frame stacks and n-step
+targets are rebuilt at sample time from the env's own stream, so a stored transition costs
+7,056 + 6 bytes instead of the 2 x 4 x 7,056 of a (s, s') pair.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..ring import FIRST, LAST, TERM, TRUNC
+
+BYTES_PER_RECORD = None  # computed per instance; see Storage.bytes_per_transition
+
+
+class Storage:
+    def __init__(self, capacity: int, num_streams: int, frame_shape=(84, 84)):
+        self.num_streams = num_streams
+        self.stream_len = capacity // num_streams
+        if self.stream_len < 2:
+            raise ValueError(f"buffer of {capacity} cannot hold {num_streams} env streams")
+        shape = (num_streams, self.stream_len)
+        self.frames = np.zeros((*shape, *frame_shape), np.uint8)
+        self.action = np.zeros(shape, np.uint8)
+        self.reward = np.zeros(shape, np.float32)
+        self.flags = np.zeros(shape, np.uint8)
+        self.pos = np.zeros(num_streams, np.int64)      # next write position per stream
+        self.written = np.zeros(num_streams, np.int64)  # records ever written per stream
+        # Writer and sampler threads: the writer holds it for one chunk copy, the sampler for
+        # index selection and gather, so a sample never sees a half-updated stream.
+        self.lock = threading.Lock()
+
+    @property
+    def capacity(self) -> int:
+        return self.num_streams * self.stream_len
+
+    def __len__(self) -> int:
+        return int(np.minimum(self.written, self.stream_len).sum())
+
+    def nbytes(self) -> int:
+        return self.frames.nbytes + self.action.nbytes + self.reward.nbytes + self.flags.nbytes
+
+    def bytes_per_transition(self) -> float:
+        return self.nbytes() / self.capacity
+
+    # ------------------------------------------------------------------ validity and stacking
+    def valid(self, s: np.ndarray, p: np.ndarray, frame_stack: int, n_step: int) -> np.ndarray:
+        """Which (stream, position) pairs can start a sampled transition."""
+        L = self.stream_len
+        written = self.written[s]
+        pos = self.pos[s]
+        ok = p < np.minimum(written, L)
+        age_new = (pos - 1 - p) % L              # 0 = newest record
+        ok &= age_new >= n_step                  # the bootstrap record exists
+        wrapped = written >= L
+        ok &= ~(wrapped & ((p - pos) % L < frame_stack - 1))  # look-back not overwritten
+        ok &= (self.flags[s, p] & LAST) == 0
+        return ok
+
+    def stack_indices(self, s: np.ndarray, p: np.ndarray, frame_stack: int) -> np.ndarray:
+        """[B, frame_stack] positions of the stacked frames ending at p, oldest first; positions
+        before the episode's FIRST record repeat the first frame (as the collectors' stacks do)."""
+        L = self.stream_len
+        idx = np.empty((len(p), frame_stack), np.int64)
+        idx[:, -1] = p
+        stop = (self.flags[s, p] & FIRST) != 0
+        for c in range(frame_stack - 2, -1, -1):
+            idx[:, c] = np.where(stop, idx[:, c + 1], (idx[:, c + 1] - 1) % L)
+            stop |= (self.flags[s, idx[:, c]] & FIRST) != 0
+        return idx
+
+    def n_step(self, s: np.ndarray, p: np.ndarray, n: int, gamma: float):
+        """n-step return, whether it ended in termination, the bootstrap position and gamma^k."""
+        L = self.stream_len
+        ret = np.zeros(len(p), np.float32)
+        alive = np.ones(len(p), bool)
+        terminated = np.zeros(len(p), bool)
+        steps = np.zeros(len(p), np.int64)
+        for j in range(n):
+            q = (p + j) % L
+            f = self.flags[s, q]
+            ret += np.where(alive, gamma ** j * self.reward[s, q], 0.0).astype(np.float32)
+            steps += alive
+            terminated |= alive & ((f & TERM) != 0)
+            alive &= (f & (TERM | TRUNC)) == 0
+        boot = (p + steps) % L
+        return ret, terminated, boot, (gamma ** steps).astype(np.float32)

@@ -1,0 +1,53 @@
+"""Writes ring records into their env streams (called by the consolidation thread)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ring import FIRST, LAST, TERM, TRUNC
+from .storage import Storage
+
+
+class StreamWriter:
+    def __init__(self, storage: Storage, envs_per_collector: int, on_write=None):
+        self.storage = storage
+        self.envs_per_collector = envs_per_collector
+        self.on_write = on_write  # e.g. the prioritized sampler, to give new records max priority
+
+    def write(self, collector: int, frames: np.ndarray, fields: dict) -> None:
+        st = self.storage
+        s = collector * self.envs_per_collector + fields["env"].astype(np.int64)
+        # Rank of each record among this chunk's records of the same stream, so a chunk that
+        # holds several steps of each env is written with one fancy-indexed copy.
+        order = np.argsort(s, kind="stable")
+        sorted_s = s[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(sorted_s)) + 1]
+        counts = np.diff(np.r_[starts, len(s)])
+        rank = np.empty(len(s), np.int64)
+        rank[order] = np.arange(len(s)) - np.repeat(starts, counts)
+        with st.lock:
+            p = (st.pos[s] + rank) % st.stream_len
+            st.frames[s, p] = frames
+            st.action[s, p] = fields["action"]
+            st.reward[s, p] = fields["reward"]
+            st.flags[s, p] = fields["flags"]
+            for i in np.flatnonzero(fields["flags"] & FIRST):
+                self._close_broken_stream(s[i], p[i], rank[i] + st.written[s[i]])
+            uniq = sorted_s[starts]
+            st.pos[uniq] = (st.pos[uniq] + counts) % st.stream_len
+            st.written[uniq] += counts
+        if self.on_write is not None:
+            self.on_write(s, p, fields["flags"])
+
+    def _close_broken_stream(self, s: int, p: int, index: int) -> None:
+        """A FIRST record whose predecessor did not end an episode means the stream broke (a
+        collector restarted, or a batch was dropped): end the old episode as truncated at its
+        last record, so neither stacks nor n-step returns run across the break."""
+        st, L = self.storage, self.storage.stream_len
+        if index < 2:
+            return
+        prev, prev2 = (p - 1) % L, (p - 2) % L
+        if st.flags[s, prev] & (TERM | TRUNC | LAST):
+            return
+        st.flags[s, prev] |= LAST
+        if not st.flags[s, prev2] & (TERM | TRUNC | LAST):
+            st.flags[s, prev2] |= TRUNC

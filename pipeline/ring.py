@@ -1,0 +1,143 @@
+"""Single-producer/single-consumer ring of transitions in shared memory, one per collector.
+
+Why hand-written: multiprocessing.Queue pickles every frame and takes a lock per item; the
+faster-fifo/Sample-Factory queues still copy through a byte buffer. Here the collector writes a
+batch of records straight into fixed slots and the consolidation thread copies them straight
+into the replay: no pickling, no lock, one memcpy each way.
+
+Protocol: ``head`` (records ever written) is stored only by the producer, ``tail`` (records
+ever read) only by the consumer, each on its own cache line. The producer fills slots first
+and advances ``head`` last; the consumer reads slots first and advances ``tail`` last. Aligned
+8-byte stores are atomic on x86-64 and arm64, and on x86-64's TSO the slot stores are visible
+before the head store. A producer killed mid-write never advanced ``head``, so a half-written
+slot is never read.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import shm
+
+# Record flags.
+FIRST = 1      # first observation of a (learning) episode
+TERM = 2       # the transition from this observation terminated the episode (no bootstrap)
+TRUNC = 4      # the transition was truncated (bootstrap from the next record)
+LAST = 8       # this record only carries the final observation of an episode; not a sample start
+EP_END = 16    # a whole game ended here: ep_return / ep_len / x_pos / flag hold its stats
+FLAG_GET = 32  # Mario reached the flag in that game
+
+# int64 header words; producer- and consumer-written words sit on different cache lines.
+HEAD, TAIL, ALLOWED = 0, 8, 16
+DROPS, WAIT_NS, THROTTLE_NS, ENV_STEPS, EPISODES = 24, 25, 26, 27, 28
+STEP_NS, ACT_NS = 29, 30
+HEADER_WORDS = 40
+
+FIELDS = (("action", np.uint8), ("reward", np.float32), ("flags", np.uint8), ("env", np.uint16),
+          ("ep_return", np.float32), ("ep_len", np.int32), ("x_pos", np.float32))
+
+
+def _layout(capacity: int, frame_shape: tuple[int, int]):
+    offsets, off = {}, HEADER_WORDS * 8
+    offsets["frames"] = off
+    off += capacity * frame_shape[0] * frame_shape[1]
+    for name, dt in FIELDS:
+        off = (off + 63) // 64 * 64
+        offsets[name] = off
+        off += capacity * np.dtype(dt).itemsize
+    return offsets, off
+
+
+class Ring:
+    def __init__(self, seg, capacity: int, frame_shape: tuple[int, int], owner: bool):
+        self.seg, self.capacity, self.frame_shape, self.owner = seg, capacity, frame_shape, owner
+        offsets, _ = _layout(capacity, frame_shape)
+        buf = seg.buf
+        self.header = np.ndarray((HEADER_WORDS,), np.int64, buf, 0)
+        self.frames = np.ndarray((capacity, *frame_shape), np.uint8, buf, offsets["frames"])
+        self.arrays = {name: np.ndarray((capacity,), dt, buf, offsets[name]) for name, dt in FIELDS}
+
+    @classmethod
+    def create(cls, tag: str, capacity: int, frame_shape=(84, 84)) -> "Ring":
+        seg = shm.create(tag, _layout(capacity, frame_shape)[1])
+        ring = cls(seg, capacity, frame_shape, owner=True)
+        ring.header[:] = 0
+        return ring
+
+    @classmethod
+    def attach(cls, name: str, capacity: int, frame_shape=(84, 84)) -> "Ring":
+        return cls(shm.attach(name), capacity, frame_shape, owner=False)
+
+    @property
+    def name(self) -> str:
+        return self.seg.name
+
+    def __len__(self) -> int:
+        return int(self.header[HEAD] - self.header[TAIL])
+
+    # ------------------------------------------------------------------ producer side
+    def free(self) -> int:
+        return self.capacity - len(self)
+
+    def push(self, frames: np.ndarray, **fields) -> None:
+        """Write ``len(frames)`` records; the caller made sure they fit (``free()``)."""
+        n = len(frames)
+        head = int(self.header[HEAD])
+        start = head % self.capacity
+        first = min(n, self.capacity - start)
+        self.frames[start:start + first] = frames[:first]
+        if first < n:
+            self.frames[:n - first] = frames[first:]
+        for name, values in fields.items():
+            arr = self.arrays[name]
+            arr[start:start + first] = values[:first]
+            if first < n:
+                arr[:n - first] = values[first:]
+        self.header[HEAD] = head + n  # publish last
+
+    def push_blocking(self, frames: np.ndarray, stop, drop: bool, **fields) -> bool:
+        """Push, waiting for space (backpressure, wait time counted) or, with ``drop``, dropping
+        the batch (counted). Returns False if the batch was dropped or ``stop()`` became true."""
+        n = len(frames)
+        if self.free() < n:
+            if drop:
+                self.header[DROPS] += n
+                return False
+            t0 = time.perf_counter_ns()
+            while self.free() < n:
+                if stop():
+                    return False
+                time.sleep(0.0005)
+            self.header[WAIT_NS] += time.perf_counter_ns() - t0
+        self.push(frames, **fields)
+        return True
+
+    # ------------------------------------------------------------------ consumer side
+    def drain(self, max_records: int, sink) -> int:
+        """Hand up to ``max_records`` records to ``sink(frames, fields)`` in at most two
+        contiguous chunks (the ring wraps), then free their slots."""
+        head, tail = int(self.header[HEAD]), int(self.header[TAIL])
+        n = min(head - tail, max_records)
+        if n <= 0:
+            return 0
+        start = tail % self.capacity
+        first = min(n, self.capacity - start)
+        for lo, cnt in ((start, first), (0, n - first)):
+            if cnt:
+                sink(self.frames[lo:lo + cnt], {k: a[lo:lo + cnt] for k, a in self.arrays.items()})
+        self.header[TAIL] = tail + n  # release last
+        return n
+
+    def close(self) -> None:
+        # Views into the buffer must go before the segment can close.
+        self.header = self.frames = self.arrays = None
+        try:
+            self.seg.close()
+        except BufferError:
+            pass
+        if self.owner:
+            try:
+                self.seg.unlink()
+            except FileNotFoundError:
+                pass

@@ -1,0 +1,359 @@
+"""The learner process: starts the collectors, runs the consolidation and prefetch threads and
+trains, holding the replay ratio (samples trained per agent step) fixed both ways.
+
+Reads top to bottom like CleanRL's loop: set up, warm up the replay, then per iteration either
+train one update (if the replay ratio says one is due) or wait for data, publishing weights,
+syncing the target net, logging epochs and checkpointing as counters pass their intervals.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing as mp
+import os
+import queue
+import random
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from config_optimized import Config, Hardware, resolve_device
+from models.weights import flat_size
+
+from . import checkpoint as ckpt
+from . import shm
+from .collector import _epsilon_schedule, run_collector
+from .consolidator import Consolidator
+from .control import GLOBAL_STEPS, UPDATES, ControlBlock
+from .learner import Learner
+from .prefetch import Prefetcher
+from .replay import Replay
+from .ring import ACT_NS, ALLOWED, ENV_STEPS, STEP_NS, THROTTLE_NS, WAIT_NS, Ring
+
+
+class RunLog:
+    """Prints log lines and appends them to <run_dir>/train.log."""
+
+    def __init__(self, run_dir: Path):
+        self.file = open(run_dir / "train.log", "a", buffering=1)
+
+    def __call__(self, line: str) -> None:
+        print(line, flush=True)
+        self.file.write(line + "\n")
+
+    def close(self):
+        self.file.close()
+
+
+def probe_env(cfg: Config) -> int:
+    """Number of actions, from one env built in this process (also proves the env builds)."""
+    from wrappers import make_env
+
+    env = make_env(cfg.env, cfg.env_options())
+    n = int(env.action_space.n)
+    env.close()
+    return n
+
+
+class Trainer:
+    def __init__(self, cfg: Config, hw: Hardware):
+        self.cfg, self.hw = cfg, hw
+        self.run_dir = Path(cfg.run_dir)
+        self.stop_reason: str | None = None
+        self.collectors: list = []
+        self.rings: list[Ring] = []
+        self.control: ControlBlock | None = None
+        self.restarts = 0
+
+    # ------------------------------------------------------------------ set-up
+    def _setup(self) -> None:
+        cfg = self.cfg
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log = RunLog(self.run_dir)
+        stale = shm.remove_stale_segments()
+        if stale:
+            self.log(f"[MAIN] Removed {len(stale)} shared-memory segments left by a dead run: {', '.join(stale[:4])}")
+        self.device = torch.device(resolve_device(cfg.device, self.hw))
+        threads = cfg.learner_threads or max(1, self.hw.cores - cfg.num_collectors)
+        torch.set_num_threads(threads)
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        self.n_actions = probe_env(cfg)
+        self.learner = Learner(cfg, cfg.frame_stack, self.n_actions, self.device)
+        self.replay = Replay(cfg.buffer_size, cfg.num_collectors, cfg.envs_per_collector, cfg.frame_stack,
+                             cfg.n_step, cfg.gamma, cfg.prioritized, cfg.per_alpha, cfg.per_beta, seed=cfg.seed)
+        self.base_steps = 0       # agent steps done before this process (resume)
+        self.base_episodes = 0
+        self.samples_trained = 0
+        self.wall_offset = 0.0
+        self.epoch = 0
+        if cfg.resume:
+            self._resume()
+        self.metrics = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
+        self.n_weights = flat_size(self.learner.model)
+        self.control = ControlBlock.create(self.n_weights)
+        self.control.header[GLOBAL_STEPS] = self.base_steps
+        self.control.publish(self.learner.model)
+        self.rings = [Ring.create(f"ring{i}", cfg.queue_capacity) for i in range(cfg.num_collectors)]
+        self.ctx = mp.get_context(cfg.start_method)
+        self.errors = self.ctx.Queue()
+        self.cfg_dict = {**dataclasses.asdict(cfg), "_env_options": dataclasses.asdict(cfg.env_options())}
+        self.collectors = [None] * cfg.num_collectors
+        for i in range(cfg.num_collectors):
+            self._start_collector(i)
+        self.consolidator = Consolidator(self.rings, self.replay, cfg.consolidation_batch, self.log,
+                                         cfg.processor_log_interval)
+        self.prefetcher = Prefetcher(self.replay, self.learner, cfg.batch_size, cfg.prefetch_batches)
+        self.log(f"[MAIN] {cfg.env}: {self.n_actions} actions, device {self.device}, profile {cfg.profile}, "
+                 f"{cfg.num_collectors} collector(s) x {cfg.envs_per_collector} envs ({cfg.start_method}), "
+                 f"batch {cfg.batch_size} x {cfg.grad_accum_steps}, replay ratio {cfg.replay_ratio:g}, "
+                 f"amp {self.learner.amp_dtype}, compile {cfg.compile}, learner threads {threads}, "
+                 f"replay {cfg.buffer_size:,} x {self.replay.storage.bytes_per_transition():,.0f} B")
+
+    def _resume(self) -> None:
+        path = self.run_dir / ckpt.CHECKPOINT_NAME
+        state = ckpt.load(path, self.cfg.env, self.n_actions, self.cfg.frame_stack)
+        self.learner.load_state_dict(state["learner"])
+        c = state["counters"]
+        self.base_steps, self.base_episodes = int(c["env_steps"]), int(c["episodes"])
+        self.samples_trained, self.wall_offset, self.epoch = int(c["samples_trained"]), float(c["wall_s"]), int(c["epoch"])
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"])
+        random.setstate(rng["python"])
+        self.replay.sampler.rng.bit_generator.state = rng["sampler"]
+        self.log(f"[MAIN] Resumed {path}: {self.base_steps:,} agent steps, {self.learner.updates:,} updates, "
+                 f"epoch {self.epoch}; the replay refills ({self.cfg.learning_starts:,} steps) before training goes on")
+
+    def _start_collector(self, i: int) -> None:
+        p = self.ctx.Process(target=run_collector, name=f"collector-{i}",
+                             args=(i, self.cfg_dict, self.rings[i].name, self.control.name, self.n_weights,
+                                   os.getpid(), self.errors, self.restarts), daemon=True)
+        p.start()
+        self.collectors[i] = p
+
+    # ------------------------------------------------------------------ health
+    def _check_collectors(self) -> None:
+        for i, p in enumerate(self.collectors):
+            if p.is_alive():
+                continue
+            code = p.exitcode
+            p.join()
+            detail = ""
+            try:
+                while True:
+                    idx, env_id, msg, tb = self.errors.get_nowait()
+                    detail += f"\n[MAIN] collector {idx} ({env_id}) raised {msg}\n{tb}"
+            except (queue.Empty, OSError, EOFError):
+                pass
+            how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+            self.log(f"[MAIN] Collector {i} {how}.{detail}")
+            if self.restarts >= self.cfg.max_collector_restarts:
+                raise RuntimeError(f"collector {i} failed and the restart budget (--max-collector-restarts "
+                                   f"{self.cfg.max_collector_restarts}) is spent; see the traceback above")
+            self.restarts += 1
+            self.log(f"[MAIN] Restarting collector {i} (restart {self.restarts}/{self.cfg.max_collector_restarts})")
+            self._start_collector(i)
+
+    # ------------------------------------------------------------------ counters
+    def env_steps(self) -> int:
+        return self.base_steps + self.consolidator.env_steps
+
+    def _set_allowance(self, steps: int) -> None:
+        """Hold collectors back when the learner falls behind the replay ratio."""
+        cfg = self.cfg
+        start = self.base_steps + cfg.learning_starts
+        per_update = cfg.effective_batch / cfg.replay_ratio
+        slack = max(2 * per_update, 4 * cfg.num_collectors * cfg.envs_per_collector, 1000)
+        allowed = start + slack if steps < start else start + self.samples_trained_run / cfg.replay_ratio + slack
+        headroom = int(max(0, allowed - steps - self.consolidator.pending()))
+        for ring in self.rings:
+            ring.header[ALLOWED] = ring.header[ENV_STEPS] + headroom
+
+    # ------------------------------------------------------------------ main loop
+    def train(self) -> int:
+        cfg = self.cfg
+        self._setup()
+        self.consolidator.start()
+        t_start = self.t_start = time.monotonic()
+        self.samples_trained_run = 0
+        learn_start = self.base_steps + cfg.learning_starts
+        spu = cfg.effective_batch
+        next_epoch = (self.env_steps() // cfg.epoch_steps + 1) * cfg.epoch_steps
+        epoch_t = time.monotonic()
+        acc = self._new_epoch_acc(t_start)
+        last_health = 0.0
+        prefetch_started = False
+        while self.stop_reason is None:
+            now = time.monotonic()
+            if now - last_health > 0.5:
+                last_health = now
+                self._check_collectors()
+                if self.consolidator.error:
+                    raise RuntimeError("consolidation thread failed") from self.consolidator.error
+            steps = self.env_steps()
+            self.control.header[GLOBAL_STEPS] = steps
+            self._set_allowance(steps)
+            if steps >= next_epoch:
+                self._log_epoch(acc, steps, t_start)
+                acc = self._new_epoch_acc(time.monotonic())
+                next_epoch += cfg.epoch_steps
+            if steps >= cfg.total_steps:
+                self.stop_reason = "total_steps"
+                break
+            due = steps >= learn_start and (steps - learn_start) * cfg.replay_ratio - self.samples_trained_run >= spu
+            if not due:
+                t0 = time.perf_counter()
+                time.sleep(0.001)
+                acc["idle_s"] += time.perf_counter() - t0
+                continue
+            if not prefetch_started:
+                self.prefetcher.start()
+                prefetch_started = True
+                self.log(f"[MAIN] Learning starts at {steps:,} agent steps")
+            t0 = time.perf_counter()
+            batches = [self.prefetcher.get() for _ in range(cfg.grad_accum_steps)]
+            t1 = time.perf_counter()
+            out = self.learner.update(batches)
+            t2 = time.perf_counter()
+            acc["wait_batch_s"] += t1 - t0
+            acc["update_s"] += t2 - t1
+            if self.replay.sampler.prioritized:
+                for b, td in zip(batches, out["td_abs"]):
+                    self.replay.update_priorities(b["stream"], b["pos"], td.float().cpu().numpy())
+            self.samples_trained_run += spu
+            self.samples_trained += spu
+            if not out["skipped"]:
+                acc["loss"].append(out["loss"])
+                acc["td"].append(out["td_error"])
+            u = self.learner.updates
+            self.control.header[UPDATES] = u
+            if u % cfg.model_update_frequency == 0:
+                self.control.publish(self.learner.model)
+            if u % cfg.checkpoint_interval == 0:
+                self.save_checkpoint(t_start)
+        return 0
+
+    # ------------------------------------------------------------------ logs
+    def _collector_ns(self) -> dict:
+        h = [r.header for r in self.rings]
+        return {k: int(sum(x[idx] for x in h)) for k, idx in
+                (("act", ACT_NS), ("step", STEP_NS), ("wait", WAIT_NS), ("throttle", THROTTLE_NS))}
+
+    def _new_epoch_acc(self, t: float) -> dict:
+        return {"t": t, "steps": self.env_steps(), "updates": self.learner.updates, "loss": [], "td": [],
+                "idle_s": 0.0, "wait_batch_s": 0.0, "update_s": 0.0, "coll": self._collector_ns(),
+                "cons_s": self.consolidator.busy_s}
+
+    def epsilon(self, steps: int) -> float:
+        return _epsilon_schedule(dataclasses.asdict(self.cfg), steps)
+
+    def _log_epoch(self, acc: dict, steps: int, t_start: float) -> None:
+        cfg = self.cfg
+        self.epoch += 1
+        now = time.monotonic()
+        dt = max(now - acc["t"], 1e-9)
+        eps_stats = list(self.consolidator.episodes)[-20:]
+        ret = statistics.fmean(e[0] for e in eps_stats) if eps_stats else None
+        mario = cfg.env.startswith("SuperMarioBros")
+        dist = statistics.fmean(e[2] for e in eps_stats) if eps_stats and mario else None
+        loss = statistics.fmean(acc["loss"]) if acc["loss"] else None
+        td = statistics.fmean(acc["td"]) if acc["td"] else None
+        eps = self.epsilon(steps)
+        buf = len(self.replay)
+        sps = (steps - acc["steps"]) / dt
+        ups = (self.learner.updates - acc["updates"]) / dt
+        fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
+        tail = f"Distance: {fmt(dist, '.1f')}" if mario else \
+            f"Length: {fmt(statistics.fmean(e[1] for e in eps_stats) if eps_stats else None, '.0f')}"
+        self.log(f"[MAIN] Epoch {self.epoch} - Loss: {fmt(loss, '.4f')}, TD Error: {fmt(td, '.4f')}, "
+                 f"Reward: {fmt(ret, '.2f')}, {tail}, Epsilon: {eps:.3f}, Buffer: {buf:,}")
+        coll = self._collector_ns()
+        cns = {k: (coll[k] - acc["coll"][k]) / 1e9 / max(1, cfg.num_collectors) for k in coll}
+        ctot = max(sum(cns.values()), 1e-9)
+        busy = acc["update_s"] / dt
+        self.log(f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * cfg.effective_batch:,.0f} samples/s | "
+                 f"learner: update {100 * busy:.0f}%, wait-batch {100 * acc['wait_batch_s'] / dt:.0f}%, "
+                 f"idle {100 * acc['idle_s'] / dt:.0f}% | consolidation {100 * (self.consolidator.busy_s - acc['cons_s']) / dt:.0f}% | "
+                 f"collectors: env {100 * cns['step'] / ctot:.0f}%, act {100 * cns['act'] / ctot:.0f}%, "
+                 f"queue-wait {100 * cns['wait'] / ctot:.0f}%, throttled {100 * cns['throttle'] / ctot:.0f}%")
+        row = {"epoch": self.epoch, "env_steps": steps, "updates": self.learner.updates,
+               "wall_s": round(self.wall_offset + now - t_start, 3), "loss": loss, "td_error": td, "epsilon": eps,
+               "return_mean": ret, "episodes": self.base_episodes + self.consolidator.episodes_total,
+               "buffer": buf, "drops": self.consolidator.drops(), "env_steps_per_s": sps, "updates_per_s": ups,
+               "samples_trained": self.samples_trained, "learner_busy": busy}
+        if mario:
+            row["distance_mean"] = dist
+            row["flag_rate"] = statistics.fmean(e[3] for e in eps_stats) if eps_stats else None
+        self.metrics.write(json.dumps(row) + "\n")
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(self, t_start: float) -> Path:
+        path = self.run_dir / ckpt.CHECKPOINT_NAME
+        state = {
+            "meta": {"env": self.cfg.env, "n_actions": self.n_actions, "frame_stack": self.cfg.frame_stack,
+                     "model_arch": self.cfg.model_arch, "dueling": self.cfg.dueling, "version": 1},
+            "config": dataclasses.asdict(self.cfg),
+            "learner": self.learner.state_dict(),
+            "counters": {"env_steps": self.env_steps(), "episodes": self.base_episodes + self.consolidator.episodes_total,
+                         "samples_trained": self.samples_trained, "epoch": self.epoch,
+                         "wall_s": self.wall_offset + time.monotonic() - t_start,
+                         "epsilon": self.epsilon(self.env_steps())},
+            "rng": {"torch": torch.get_rng_state(), "python": random.getstate(),
+                    "sampler": self.replay.sampler.rng.bit_generator.state},
+        }
+        ckpt.save(path, state)
+        return path
+
+    # ------------------------------------------------------------------ shutdown
+    def shutdown(self) -> None:
+        if self.control is not None:
+            self.control.request_stop()
+        for p in self.collectors:
+            if p is not None:
+                p.join(timeout=10)
+                if p.is_alive():
+                    p.terminate()
+                    p.join(timeout=5)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+        for t in (getattr(self, "consolidator", None), getattr(self, "prefetcher", None)):
+            if t is not None and t.is_alive():
+                t.stop_event.set()
+                t.join(timeout=5)
+        for ring in self.rings:
+            ring.close()
+        if self.control is not None:
+            self.control.close()
+        if hasattr(self, "errors"):
+            self.errors.close()
+            self.errors.join_thread()
+
+
+def run_training(cfg: Config, hw: Hardware) -> int:
+    """Train until total_steps, Ctrl-C or SIGTERM; always a final checkpoint and a clean shutdown."""
+    trainer = Trainer(cfg, hw)
+
+    def on_signal(signum, frame):
+        trainer.stop_reason = signal.Signals(signum).name
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    code = 1
+    try:
+        code = trainer.train()
+    finally:
+        try:
+            if hasattr(trainer, "t_start"):
+                path = trainer.save_checkpoint(trainer.t_start)
+                trainer.log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {trainer.env_steps():,} agent steps, "
+                            f"{trainer.learner.updates:,} updates; checkpoint {path}")
+        finally:
+            trainer.shutdown()
+            for s, h in old.items():
+                signal.signal(s, h)
+    return code
