@@ -181,10 +181,10 @@ def resolve_device(requested: str, hw: Hardware) -> str:
 PROFILES: dict[str, dict] = {
     # 2-4 cores, no GPU (our developer and CI machines): one collector process on one core, the
     # learner (bf16 autocast where the CPU has bf16) on the other.
-    "cpu-small": dict(num_collectors=1, envs_per_collector=8, batch_size=32, grad_accum_steps=1,
+    "cpu-small": dict(num_collectors=1, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
                       buffer_size=100_000, model_update_frequency=50, queue_capacity=4096,
                       compile=False, amp=True, channels_last=False),
-    "cpu-large": dict(num_collectors=2, envs_per_collector=8, batch_size=64, grad_accum_steps=1,
+    "cpu-large": dict(num_collectors=2, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
                       buffer_size=200_000, model_update_frequency=50, queue_capacity=4096,
                       compile=False, amp=True, channels_last=False),
     # Seed 004's tables: minimum (GTX 1060, 6 GB), recommended (RTX 3070, 8 GB+), optimal (4090/A100).

@@ -1,0 +1,25 @@
+# Two entry points for a fresh machine with Python 3.13 (pyenv reads .python-version):
+#   make train   - create .venv, install, train with the auto-selected profile
+#   make test    - create .venv, install, run every test (the slow end-to-end mark included)
+PYTHON ?= python3.13
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: train test install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+train: $(STAMP)
+	$(VENV)/bin/python mario_rl_optimized.py $(ARGS)
+
+test: $(STAMP)
+	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache

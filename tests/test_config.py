@@ -1,0 +1,103 @@
+"""Profiles picked from hardware, overrides, and every validation error."""
+import subprocess
+import sys
+from dataclasses import fields, replace
+from pathlib import Path
+
+import pytest
+
+from config_optimized import Config, ConfigError, Hardware, build_config, pick_profile, validate
+
+ROOT = Path(__file__).resolve().parent.parent
+GiB = 2**30
+
+
+def hw(cores=2, ram=24, cuda=False, gpu=0):
+    return Hardware(cores, ram * GiB, int(ram * 0.9 * GiB), "test cpu", True, cuda, "GPU" if cuda else None,
+                    int(gpu * GiB), False)
+
+
+@pytest.mark.parametrize("machine,profile", [
+    (hw(2), "cpu-small"), (hw(16, 64), "cpu-large"), (hw(4, 16, True, 6), "gpu-minimum"),
+    (hw(8, 32, True, 8), "gpu-recommended"), (hw(32, 128, True, 24), "gpu-optimal")])
+def test_profile_follows_hardware(machine, profile):
+    assert pick_profile(machine) == profile
+
+
+def test_explicit_option_beats_profile():
+    cfg, _, name = build_config({"batch_size": 48}, hw(2))
+    assert name == "cpu-small" and cfg.batch_size == 48
+
+
+def test_profile_fits_buffer_to_available_ram():
+    cfg, _, _ = build_config({"profile": "gpu-optimal"}, hw(32, 4, True, 24))
+    assert cfg.buffer_size * 7062 <= 0.5 * 4 * 0.9 * GiB
+
+
+def _error(machine=None, **kw):
+    cfg = replace(Config(), **kw)
+    with pytest.raises(ConfigError) as e:
+        validate(cfg, machine or hw(2))
+    return str(e.value)
+
+
+def test_buffer_larger_than_ram_names_bytes_and_fix():
+    msg = _error(buffer_size=10_000_000)
+    assert "--buffer-size" in msg and "GiB" in msg and "available" in msg and "use --buffer-size" in msg
+
+
+def test_batch_larger_than_buffer():
+    assert "--batch-size 512" in _error(batch_size=512, buffer_size=256, num_collectors=1, envs_per_collector=1)
+
+
+def test_unknown_env_id():
+    assert "not a known environment id" in _error(env="ALE/Pongg-v5")
+
+
+def test_zero_collectors():
+    assert "--num-collectors 0" in _error(num_collectors=0)
+
+
+def test_fp16_without_cuda():
+    assert "needs CUDA" in _error(amp_dtype="fp16")
+
+
+def test_unknown_profile():
+    with pytest.raises(ConfigError, match="unknown profile"):
+        build_config({"profile": "turbo"}, hw(2))
+
+
+def test_run_dir_that_is_a_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert "is a file" in _error(run_dir=str(f))
+
+
+def test_cuda_device_without_cuda():
+    assert "CUDA is not available" in _error(device="cuda")
+
+
+def test_defaults_validate_on_this_machine():
+    cfg, machine, _ = build_config({})
+    validate(cfg, machine)
+
+
+def test_config_script_prints_hardware_profile_and_config():
+    out = subprocess.run([sys.executable, "config_optimized.py"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Hardware:" in out.stdout and "Profile:" in out.stdout and "replay_ratio" in out.stdout
+
+
+def test_help_lists_every_option():
+    out = subprocess.run([sys.executable, "mario_rl_optimized.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0
+    for f in fields(Config):
+        assert "--" + f.name.replace("_", "-") in out.stdout
+
+
+def test_bad_input_stops_before_any_process_starts(tmp_path):
+    out = subprocess.run([sys.executable, "mario_rl_optimized.py", "--env", "ALE/Pnog-v5", "--run-dir", str(tmp_path / "r")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Did you mean ALE/Pong-v5" in out.stderr
+    assert not (tmp_path / "r").exists()

@@ -1,0 +1,149 @@
+"""Real Atari and Mario environments: shapes, each wrapper's behaviour, seeding."""
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from wrappers import BatchedEnv, EnvOptions, UnknownEnvError, check_env_id, make_env
+from wrappers.atari import EpisodicLife, FireReset
+
+
+class ActionLog(gym.Wrapper):
+    """Records the actions that reach the env below (a real wrapper, not a mock)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.actions = []
+
+    def step(self, action):
+        self.actions.append(int(action))
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("env_id,n_actions", [("ALE/Pong-v5", 6), ("SuperMarioBros-1-1-v0", 7)])
+def test_env_produces_uint8_84x84_stacks(env_id, n_actions):
+    env = make_env(env_id)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+    assert env.action_space.n == n_actions
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+    env.close()
+
+
+def test_frame_stack_depth_is_configurable():
+    env = make_env("ALE/Pong-v5", frame_stack=2)
+    assert env.reset(seed=0)[0].shape == (2, 84, 84)
+
+
+def test_unknown_env_id_names_close_matches():
+    with pytest.raises(UnknownEnvError, match="Did you mean ALE/Pong-v5"):
+        check_env_id("ALE/Pnog-v5")
+
+
+def test_fire_reset_presses_fire():
+    log = ActionLog(gym.make("ALE/Breakout-v5", frameskip=4, repeat_action_probability=0.0))
+    env = FireReset(log)
+    env.reset(seed=0)
+    assert log.actions == [env.unwrapped.get_action_meanings().index("FIRE")]
+
+
+def test_episodic_life_ends_episode_on_life_loss_and_continues_game():
+    env = EpisodicLife(gym.make("ALE/Breakout-v5", frameskip=4, repeat_action_probability=0.0))
+    env.reset(seed=0)
+    start_lives = env.unwrapped.ale.lives()
+    for _ in range(5000):
+        _, _, terminated, truncated, _ = env.step(0)  # NOOP never launches: wait for FIRE-less loss
+        if terminated:
+            break
+        _, _, terminated, _, _ = env.step(1)
+        if terminated:
+            break
+    assert terminated
+    lives_after = env.unwrapped.ale.lives()
+    assert 0 < lives_after < start_lives
+    env.reset()
+    assert env.unwrapped.ale.lives() == lives_after  # the same game goes on, not a new one
+
+
+def _rewards(clip):
+    env = make_env("ALE/SpaceInvaders-v5", clip_rewards=clip)
+    env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(600):
+        _, r, term, trunc, _ = env.step(int(rng.integers(env.action_space.n)))
+        out.append(r)
+        if term or trunc:
+            env.reset()
+    return np.array(out)
+
+
+def test_clip_reward_range():
+    raw, clipped = _rewards(False), _rewards(True)
+    assert raw.max() > 1  # Space Invaders scores 5-30 per alien
+    assert set(np.unique(clipped)) <= {-1.0, 0.0, 1.0} and clipped.max() == 1.0
+
+
+def test_frame_stack_order_oldest_first():
+    stacked, single = make_env("ALE/Pong-v5"), make_env("ALE/Pong-v5", frame_stack=1)
+    o4, _ = stacked.reset(seed=5)
+    o1, _ = single.reset(seed=5)
+    frames = [o1[0]]
+    for a in [2, 3, 2, 2, 3]:
+        o4, *_ = stacked.step(a)
+        o1, *_ = single.step(a)
+        frames.append(o1[0])
+    assert np.array_equal(o4, np.stack(frames[-4:]))
+    assert not np.array_equal(o4[0], o4[-1])
+
+
+@pytest.mark.parametrize("env_id", ["ALE/Pong-v5", "SuperMarioBros-1-1-v0"])
+def test_same_seed_same_observations(env_id):
+    def rollout():
+        env = make_env(env_id)
+        obs = [env.reset(seed=11)[0]]
+        for a in [1, 2, 3, 1, 0, 2]:
+            obs.append(env.step(a % env.action_space.n)[0])
+        return np.stack(obs)
+    assert np.array_equal(rollout(), rollout())
+
+
+def test_mario_info_and_observations_are_copies():
+    env = make_env("SuperMarioBros-1-1-v0", mario_actions="right_only")
+    obs0, info = env.reset(seed=0)
+    keep = obs0.copy()
+    for _ in range(30):
+        obs, r, term, trunc, info = env.step(1)  # right
+    assert np.array_equal(obs0, keep), "an observation changed after later steps: it was a view of emulator memory"
+    for key in ("x_pos", "flag_get", "world", "stage"):
+        assert key in info
+    assert info["x_pos"] > 40 and info["world"] == 1 and info["stage"] == 1
+    assert env.action_space.n == 5
+
+
+@pytest.mark.parametrize("name,n", [("right_only", 5), ("simple", 7), ("complex", 12)])
+def test_mario_action_sets(name, n):
+    assert make_env("SuperMarioBros-1-1-v0", mario_actions=name).action_space.n == n
+
+
+def test_batched_atari_reports_reset_after_game_over():
+    env = BatchedEnv("ALE/Pong-v5", EnvOptions(noop_max=0), 2)
+    frames = env.reset(seed=0)
+    assert frames.shape == (2, 84, 84) and frames.dtype == np.uint8
+    done_at = None
+    for t in range(5000):
+        st = env.step(np.zeros(2, np.int64))
+        if done_at is not None:
+            assert st.reset[done_env] and not st.terminated[done_env]
+            break
+        if (st.terminated | st.truncated).any():
+            done_at, done_env = t, int(np.flatnonzero(st.terminated | st.truncated)[0])
+            assert not st.reset.any()
+    assert done_at is not None
+
+
+def test_batched_mario_reports_x_pos():
+    env = BatchedEnv("SuperMarioBros-1-1-v0", EnvOptions(), 2)
+    assert env.reset(seed=0).shape == (2, 84, 84)
+    st = env.step(np.array([1, 1]))
+    assert np.all(st.x_pos >= 40) and st.frames.dtype == np.uint8

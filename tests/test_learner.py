@@ -1,0 +1,76 @@
+"""Learner: it learns a fixed batch; accumulation and AMP give the one-big-batch gradients."""
+import numpy as np
+import torch
+
+from config_optimized import Config
+from pipeline.learner import Learner
+
+
+def _batch(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"obs": rng.integers(0, 256, (n, 4, 84, 84), dtype=np.uint8),
+            "next_obs": rng.integers(0, 256, (n, 4, 84, 84), dtype=np.uint8),
+            "action": rng.integers(0, 6, n), "return": rng.standard_normal(n).astype(np.float32),
+            "discount": np.full(n, 0.97, np.float32), "weights": None}
+
+
+def _learner(**kw):
+    torch.manual_seed(0)
+    return Learner(Config(**kw), 4, 6, torch.device("cpu"))
+
+
+def test_updates_lower_loss_on_a_fixed_batch():
+    lrn = _learner(lr=1e-3, target_update_interval=10_000)
+    b = lrn.to_device(_batch(32))
+    first = lrn.update([b])["loss"]
+    for _ in range(30):
+        last = lrn.update([b])["loss"]
+    assert last < 0.5 * first
+    assert lrn.updates == 31
+
+
+def _grads(lrn, micro):
+    lrn.optimizer.zero_grad(set_to_none=True)
+    for b in micro:
+        loss, _ = lrn.loss(b)
+        (loss / len(micro)).backward()
+    return torch.cat([p.grad.flatten() for p in lrn.model.parameters()])
+
+
+def test_gradient_accumulation_equals_one_big_batch():
+    # Nature DQN: without BatchNorm, 4 micro-batches of 8 are exactly one batch of 32.
+    lrn = _learner(model_arch="nature", amp=False)
+    big = _batch(32)
+    whole = _grads(lrn, [lrn.to_device(big)])
+    parts = [lrn.to_device({k: (v[i:i + 8] if v is not None else None) for k, v in big.items()}) for i in range(0, 32, 8)]
+    accum = _grads(lrn, parts)
+    assert torch.allclose(whole, accum, rtol=1e-4, atol=1e-6)
+
+
+def test_bf16_amp_gradients_match_fp32():
+    fp32, bf16 = _learner(model_arch="nature", amp=False), _learner(model_arch="nature", amp=True)
+    bf16.model.load_state_dict(fp32.model.state_dict())
+    bf16.target.load_state_dict(fp32.target.state_dict())
+    b = _batch(32)
+    g32, g16 = _grads(fp32, [fp32.to_device(b)]), _grads(bf16, [bf16.to_device(b)])
+    cos = torch.nn.functional.cosine_similarity(g32, g16, dim=0)
+    assert bf16.amp_dtype == torch.bfloat16 and cos > 0.98
+
+
+def test_double_dqn_target_does_not_move_batchnorm_stats():
+    lrn = _learner()
+    before = [b.clone() for n, b in lrn.model.named_buffers() if "running" in n]
+    lrn.td_targets(lrn.to_device(_batch(16)))
+    after = [b for n, b in lrn.model.named_buffers() if "running" in n]
+    assert all(torch.equal(x, y) for x, y in zip(before, after))
+    assert lrn.model.training and not lrn.target.training
+
+
+def test_target_sync_interval():
+    lrn = _learner(target_update_interval=3, lr=1e-2)
+    b = lrn.to_device(_batch(16))
+    for _ in range(2):
+        lrn.update([b])
+    assert not all(torch.equal(p, q) for p, q in zip(lrn.model.parameters(), lrn.target.parameters()))
+    lrn.update([b])
+    assert all(torch.equal(p, q) for p, q in zip(lrn.model.parameters(), lrn.target.parameters()))

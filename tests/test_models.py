@@ -1,0 +1,85 @@
+"""The BatchNorm DQN and the Nature baseline: shapes, dtypes, precision, BatchNorm handling."""
+import numpy as np
+import pytest
+import torch
+
+from models import BatchNormDQN, NatureDQN, build_model
+from models.weights import flat_size, read_flat, write_flat
+
+
+def _obs(b=8, seed=0):
+    return torch.from_numpy(np.random.default_rng(seed).integers(0, 256, (b, 4, 84, 84), dtype=np.uint8))
+
+
+@pytest.mark.parametrize("arch", ["batchnorm", "nature"])
+@pytest.mark.parametrize("dueling", [False, True])
+def test_q_values_shape(arch, dueling):
+    model = build_model(arch, 4, 6, dueling)
+    assert model(_obs()).shape == (8, 6)
+
+
+def test_batchnorm_dqn_has_no_conv_bias_and_kaiming_init():
+    m = BatchNormDQN(4, 6)
+    convs = [x for x in m.modules() if isinstance(x, torch.nn.Conv2d)]
+    assert len(convs) == 3 and all(c.bias is None for c in convs)
+    assert sum(isinstance(x, torch.nn.BatchNorm2d) for x in m.modules()) == 3
+    w = convs[0].weight
+    assert abs(w.std().item() - (2 / w[0].numel()) ** 0.5) < 0.01  # He normal std
+    assert [c.out_channels for c in convs] == [32, 64, 64]
+
+
+def test_uint8_input_scaled_inside():
+    m = NatureDQN(4, 6).eval()
+    x = _obs()
+    assert torch.allclose(m(x), m(x.float() / 255.0), atol=1e-5)
+
+
+def test_bf16_autocast_train_step_lowers_loss():
+    torch.manual_seed(0)
+    m = BatchNormDQN(4, 6)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    x, target = _obs(32), torch.randn(32, 6)
+    losses = []
+    for _ in range(20):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            q = m(x)
+        assert q.dtype == torch.bfloat16
+        loss = torch.nn.functional.mse_loss(q.float(), target)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_channels_last_gives_same_q_values():
+    m = BatchNormDQN(4, 6).eval()
+    x = _obs()
+    ref = m(x)
+    m2 = m.to(memory_format=torch.channels_last)
+    assert torch.allclose(m2(x.contiguous(memory_format=torch.channels_last)), ref, atol=1e-4)
+
+
+def test_eval_mode_uses_running_stats_for_any_batch_size():
+    m = BatchNormDQN(4, 6)
+    m(_obs(32))  # train-mode pass moves the running statistics
+    m.eval()
+    x = _obs(4, seed=1)
+    assert torch.allclose(m(x[:1]), m(x)[:1], atol=1e-5)  # acting on 1 env = acting in a batch
+
+
+def test_weights_roundtrip_includes_batchnorm_running_stats():
+    src, dst = BatchNormDQN(4, 6), BatchNormDQN(4, 6)
+    src(_obs(16))
+    buf = torch.empty(flat_size(src))
+    write_flat(src, buf)
+    read_flat(dst, buf)
+    src.eval(), dst.eval()
+    assert torch.equal(src(_obs()), dst(_obs()))
+
+
+@pytest.mark.slow
+def test_torch_compile_matches_eager():
+    m = BatchNormDQN(4, 6).eval()
+    x = _obs()
+    assert torch.allclose(torch.compile(m)(x), m(x), atol=1e-4)
