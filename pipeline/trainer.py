@@ -311,7 +311,8 @@ class Trainer:
         return path
 
     # ------------------------------------------------------------------ shutdown
-    def shutdown(self) -> None:
+    def stop_workers(self) -> None:
+        """Stop and join every collector, then the threads, so the counters are final."""
         if self.control is not None:
             self.control.request_stop()
         for p in self.collectors:
@@ -327,6 +328,9 @@ class Trainer:
             if t is not None and t.is_alive():
                 t.stop_event.set()
                 t.join(timeout=5)
+
+    def release(self) -> None:
+        """Unlink every shared-memory segment and close the run's files."""
         for ring in self.rings:
             ring.close()
         if self.control is not None:
@@ -334,6 +338,9 @@ class Trainer:
         if hasattr(self, "errors"):
             self.errors.close()
             self.errors.join_thread()
+        for f in (getattr(self, "metrics", None), getattr(self, "log", None)):
+            if f is not None:
+                f.close()
 
 
 def run_training(cfg: Config, hw: Hardware) -> int:
@@ -348,12 +355,13 @@ def run_training(cfg: Config, hw: Hardware) -> int:
         code = trainer.train()
     finally:
         try:
+            trainer.stop_workers()
             if hasattr(trainer, "t_start"):
                 path = trainer.save_checkpoint(trainer.t_start)
                 trainer.log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {trainer.env_steps():,} agent steps, "
                             f"{trainer.learner.updates:,} updates; checkpoint {path}")
         finally:
-            trainer.shutdown()
+            trainer.release()
             for s, h in old.items():
                 signal.signal(s, h)
     return code
