@@ -1,6 +1,7 @@
 """The shared-memory ring between two real processes: every record exactly once, in order,
 through wrap-around and backpressure, under spawn and fork."""
 import multiprocessing as mp
+import time
 
 import numpy as np
 import pytest
@@ -37,8 +38,14 @@ def test_every_record_arrives_once_in_order(method):
             got_frames.append(frames[:, 0, 0].copy())
             assert (frames == frames[:, :1, :1]).all()  # no torn frame
 
-        while sum(len(r) for r in got_reward) < N_RECORDS:
-            ring.drain(13, sink)  # small drains: the producer meets a full ring and waits
+        received = 0
+        while received < N_RECORDS:
+            if received % 1000 < 13:
+                # Let the ring fill up now and then, so the producer must wait for space.
+                deadline = time.monotonic() + 10
+                while ring.free() >= CHUNK and proc.is_alive() and time.monotonic() < deadline:
+                    time.sleep(0.001)
+            received += ring.drain(13, sink)
             assert proc.exitcode in (None, 0)
         proc.join(timeout=30)
         seq = np.concatenate(got_reward)
