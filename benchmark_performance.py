@@ -86,6 +86,35 @@ def bench_queue(n: int, batch: int = 8) -> dict:
             "ring_vs_mp_queue": ring_rate / mpq_rate, "batch": batch}
 
 
+# ----------------------------------------------------------------------------- envs
+def bench_vector_envs(n_windows: int, num_envs: int = 8) -> dict:
+    """Agent steps/s of ale-py's C++ AtariVectorEnv (what collectors use) against gymnasium's
+    SyncVectorEnv over single envs with the same preprocessing (Pong, random actions)."""
+    import gymnasium as gym
+
+    from wrappers import BatchedEnv, EnvOptions, make_single_frame_env
+
+    opts = EnvOptions()
+    native = BatchedEnv("ALE/Pong-v5", opts, num_envs)
+    native.reset(seed=0)
+    sync = gym.vector.SyncVectorEnv([lambda: make_single_frame_env("ALE/Pong-v5", opts) for _ in range(num_envs)],
+                                    autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    sync.reset(seed=0)
+    rng = np.random.default_rng(0)
+
+    def rate(step):
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < 1.0:
+            step(rng.integers(0, 6, num_envs))
+            n += num_envs
+        return n / (time.perf_counter() - t0)
+    a = windows(lambda: rate(native.step), n_windows)
+    b = windows(lambda: rate(sync.step), n_windows)
+    native.close()
+    sync.close()
+    return {"num_envs": num_envs, "ale_vector_steps_per_s": a, "gymnasium_sync_steps_per_s": b, "ratio": a / b}
+
+
 # ----------------------------------------------------------------------------- replay
 def bench_replay(n_windows: int) -> dict:
     from pipeline.replay import Replay
@@ -183,6 +212,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
     c = result["components"]
     c["queue"] = bench_queue(20_000 if args.quick else 100_000)
+    c["envs"] = bench_vector_envs(nw)
     c["replay"] = bench_replay(nw)
     c["learner"] = bench_learner(nw, compile_rows=not args.quick)
     c["acting"] = bench_acting(nw)
@@ -193,6 +223,9 @@ def main(argv=None) -> int:
     print(f"| shared-memory ring | {q['ring_transitions_per_s']:,.0f} | {q['ring_MB_per_s']:,.0f} |")
     print(f"| multiprocessing.Queue | {q['mp_queue_transitions_per_s']:,.0f} | {q['mp_queue_MB_per_s']:,.0f} |")
     print(f"\nRing / mp.Queue: {q['ring_vs_mp_queue']:.1f}x")
+    e = c["envs"]
+    print(f"\nPong, {e['num_envs']} envs, 1 core: ale-py AtariVectorEnv {e['ale_vector_steps_per_s']:,.0f} steps/s, "
+          f"gymnasium SyncVectorEnv {e['gymnasium_sync_steps_per_s']:,.0f} steps/s ({e['ratio']:.1f}x)")
     r = c["replay"]
     print(f"\nReplay: {r['bytes_per_transition']:,.0f} B/transition; "
           f"{r['batches_per_s_at_32']:,.0f} batches/s at 32, {r['batches_per_s_at_256']:,.0f} at 256")
