@@ -66,12 +66,4 @@ class ControlBlock:
 
     def close(self) -> None:
         self.header = self.weights = None
-        try:
-            self.seg.close()
-        except BufferError:
-            pass
-        if self.owner:
-            try:
-                self.seg.unlink()
-            except FileNotFoundError:
-                pass
+        shm.close_segment(self.seg, self.owner)

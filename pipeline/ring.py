@@ -132,12 +132,4 @@ class Ring:
     def close(self) -> None:
         # Views into the buffer must go before the segment can close.
         self.header = self.frames = self.arrays = None
-        try:
-            self.seg.close()
-        except BufferError:
-            pass
-        if self.owner:
-            try:
-                self.seg.unlink()
-            except FileNotFoundError:
-                pass
+        shm.close_segment(self.seg, self.owner)

@@ -28,6 +28,19 @@ def attach(name: str) -> shared_memory.SharedMemory:
     return shared_memory.SharedMemory(name=name, create=False, track=False)
 
 
+def close_segment(seg: shared_memory.SharedMemory, unlink: bool) -> None:
+    """Close our mapping (views into it must be dropped first) and, for the owner, unlink it."""
+    try:
+        seg.close()
+    except BufferError:
+        pass
+    if unlink:
+        try:
+            seg.unlink()
+        except FileNotFoundError:
+            pass
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
