@@ -27,4 +27,4 @@ def make_env(env_id: str, opts: EnvOptions | None = None, render_mode: str | Non
 def make_single_frame_env(env_id: str, opts: EnvOptions) -> gym.Env:
     """The same env without frame stacking or reward clipping, for collectors: they stack frames
     themselves (so the replay stores each frame once) and need raw rewards for the logs."""
-    return make_env(env_id, opts, frame_stack=1, clip_rewards=False, episodic_life=opts.episodic_life)
+    return make_env(env_id, opts, frame_stack=1, clip_rewards=False)

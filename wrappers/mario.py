@@ -61,7 +61,7 @@ def make_mario_env(env_id: str, opts: EnvOptions, render_mode: str | None = None
     from nes_py.wrappers import JoypadSpace
 
     check_env_id(env_id)
-    env = gym_super_mario_bros.make(env_id, render_mode=render_mode) if render_mode else gym_super_mario_bros.make(env_id)
+    env = gym_super_mario_bros.make(env_id, render_mode=render_mode)
     env = JoypadSpace(env, action_set(opts.mario_actions))
     env = GrayResize(env, opts.frame_size)
     if opts.max_pool:

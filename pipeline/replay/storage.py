@@ -12,8 +12,6 @@ import numpy as np
 
 from ..ring import FIRST, LAST, TERM, TRUNC
 
-BYTES_PER_RECORD = None  # computed per instance; see Storage.bytes_per_transition
-
 
 class Storage:
     def __init__(self, capacity: int, num_streams: int, frame_shape=(84, 84)):
