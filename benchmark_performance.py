@@ -1,11 +1,13 @@
-"""Component benchmarks: what the ring, the replay, the learner and batched acting each deliver
-on this machine, measured in one run with warm-up excluded and medians over several windows.
+"""What each optimization buys on this machine, measured side by side in one run: the ladder
+(seed 002's table: each row adds one optimization, same game, same replay ratio) and component
+benchmarks (ring vs multiprocessing.Queue, collector overhead, replay, learner, acting). Warm-up
+is excluded, figures are medians over several windows, and the load average is reported.
 
-    python benchmark_performance.py                  # all components
-    python benchmark_performance.py --quick          # shorter windows, no torch.compile rows
-    python benchmark_performance.py --json out.json
-
-The optimization ladder (issue 4) is not measured by this script yet.
+    python benchmark_performance.py                       # ladder + components (~10 minutes)
+    python benchmark_performance.py --quick               # under 3 minutes, no torch.compile rows
+    python benchmark_performance.py --json out.json --plot ladder.png
+    python benchmark_performance.py --profile             # torch.profiler traces in profiles/
+    python benchmark_performance.py --autotune            # writes profiles/autotuned.json
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import multiprocessing as mp
 import os
 import platform
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -193,6 +196,496 @@ def bench_acting(n_windows: int) -> list[dict]:
     return rows
 
 
+# ----------------------------------------------------------------------------- collector overhead
+def _collector_loop(ring_name, seconds, out_q):
+    from models import build_model
+    from pipeline.ring import Ring
+    from pipeline.rollout import Rollout
+    from wrappers import BatchedEnv, EnvOptions
+
+    torch.set_num_threads(1)  # as in a collector
+    env = BatchedEnv("ALE/Pong-v5", EnvOptions(), 8)
+    model = build_model("batchnorm", 4, env.n_actions, False).eval()
+    rollout = Rollout(env, model, 4, True, seed=0)
+    ring = Ring.attach(ring_name, 4096) if ring_name else None
+    rates, t_end = [], time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < 1.0:
+            frames, fields, live, _ = rollout.step(0.1)
+            if ring is not None:
+                ring.push_blocking(frames, lambda: False, False, **fields)
+            n += live
+        rates.append(n / (time.perf_counter() - t0))
+    env.close()
+    if ring is not None:
+        ring.close()
+    out_q.put(statistics.median(rates[1:]))
+
+
+def bench_collector_overhead(seconds: float) -> dict:
+    """A collector (8 Pong envs, batched BatchNorm-DQN acting) stepping alone, against the same
+    collector writing every transition to its ring while the consolidation thread moves them
+    into the replay: what the queueing costs the collector."""
+    from pipeline.consolidator import Consolidator
+    from pipeline.replay import Replay
+    from pipeline.ring import Ring
+
+    ctx = mp.get_context("spawn")
+    out = {}
+    for label, with_ring in (("alone", False), ("with_ring", True)):
+        ring = Ring.create("bench_ovh", 4096) if with_ring else None
+        cons = None
+        if ring is not None:
+            cons = Consolidator([ring], Replay(50_000, 1, 8, 4, 3, 0.99), 1024, lambda *_: None, 1e9)
+            cons.start()
+        q = ctx.Queue()
+        p = ctx.Process(target=_collector_loop, args=(ring.name if ring else None, seconds, q))
+        p.start()
+        out[f"steps_per_s_{label}"] = q.get()
+        p.join()
+        if cons is not None:
+            cons.stop_event.set()
+            cons.join()
+            ring.close()
+    out["overhead"] = 1 - out["steps_per_s_with_ring"] / out["steps_per_s_alone"]
+    return out
+
+
+def bench_learner_in_pipeline(row: dict, n_windows: int) -> dict:
+    """The learner alone, on preloaded batches, at the settings and thread count of a pipeline
+    row: the ceiling that row's learner could reach."""
+    from config_optimized import Config
+    from pipeline.learner import Learner
+
+    st = row["settings"]
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) - st["num_collectors"]))
+    cfg = Config(model_arch=st["model_arch"], amp=st["amp"], compile=st["compile"], batch_size=st["batch_size"],
+                 grad_accum_steps=st["grad_accum_steps"])
+    lrn = Learner(cfg, 4, 6, torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    bs = cfg.batch_size
+    rng = np.random.default_rng(0)
+    b = lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
+                       "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
+                       "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
+                       "discount": np.full(bs, 0.99, np.float32), "weights": None})
+
+    def rate():
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < 1.0:
+            lrn.update([b] * cfg.grad_accum_steps)
+            n += 1
+        return n / (time.perf_counter() - t0)
+    alone = windows(rate, n_windows, warmup=3 if cfg.compile else 1)
+    return {"updates_per_s_alone": alone, "updates_per_s_in_pipeline": row["updates_per_s"],
+            "ratio": row["updates_per_s"] / alone, "settings": st}
+
+
+# ----------------------------------------------------------------------------- ladder
+LADDER = [
+    ("1. baseline: 1 env, deque of tuples, Nature DQN fp32", "sync", {"kind": "deque"}),
+    ("2. + uint8 replay, each frame once", "sync", {"kind": "replay"}),
+    ("3. + 8 vector envs, batched acting", "sync", {"kind": "vector"}),
+    ("4. + collector process, ring, consolidation thread", "pipeline", {}),
+    ("5. + mixed precision", "pipeline", {"amp": True}),
+    ("6. + torch.compile", "pipeline", {"amp": True, "compile": True}),
+    ("7. + batch 128 x 2 accumulated (replay ratio kept)", "pipeline", {"amp": True, "compile": True,
+                                                                        "batch_size": 128, "grad_accum_steps": 2}),
+    ("8. auto profile for this machine", "profile", {}),
+]
+# Settings every ladder row shares; rows 1-7 differ only in what the ladder adds.
+LADDER_BASE = dict(env="ALE/Pong-v5", model_arch="nature", amp=False, compile=False, batch_size=32,
+                   grad_accum_steps=1, replay_ratio=8.0, n_step=1, num_collectors=1, envs_per_collector=8)
+BENCH_RUN = dict(learning_starts=2_000, buffer_size=50_000, total_steps=10**12, checkpoint_interval=10**9,
+                 tensorboard=False, processor_log_interval=1e9, epoch_steps=500, seed=1)
+
+
+class RssPeak:
+    """Peak resident memory of this process plus its children (collectors), sampled every
+    0.2 s; shared-memory pages mapped by both sides count twice."""
+
+    def __init__(self):
+        import threading
+
+        self.peak, self.stop = 0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def _rss(pid: int) -> int:
+        try:
+            for line in open(f"/proc/{pid}/status"):
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def _tree(self, pid: int) -> list[int]:
+        out = [pid]
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                for c in open(f"/proc/{pid}/task/{task}/children").read().split():
+                    out += self._tree(int(c))
+        except OSError:
+            pass
+        return out
+
+    def _run(self):
+        while not self.stop.wait(0.2):
+            self.peak = max(self.peak, sum(self._rss(p) for p in self._tree(os.getpid())))
+
+    def mb(self) -> float:
+        self.stop.set()
+        return self.peak / 2**20
+
+
+def _sync_row(kind: str, seconds: float, window_s: float) -> dict:
+    """Rows 1-3: one process that plays and trains in turn (CleanRL's loop shape)."""
+    import collections
+    import random
+
+    from config_optimized import Config
+    from pipeline.learner import Learner
+    from pipeline.replay import Replay
+    from pipeline.rollout import Rollout
+    from wrappers import BatchedEnv, EnvOptions, make_env
+
+    rss = RssPeak()
+    torch.set_num_threads(os.cpu_count() or 1)
+    cfg = Config(**LADDER_BASE, **{k: v for k, v in BENCH_RUN.items() if k in ("learning_starts", "buffer_size", "seed")})
+    torch.manual_seed(cfg.seed)
+    opts = cfg.env_options()
+    gamma, bs = cfg.gamma, cfg.batch_size
+    if kind == "deque":
+        env = make_env(cfg.env, opts)
+        n_actions = int(env.action_space.n)
+    else:
+        env = BatchedEnv(cfg.env, opts, 8 if kind == "vector" else 1, native=kind == "vector")
+        n_actions = env.n_actions
+    learner = Learner(cfg, cfg.frame_stack, n_actions, torch.device("cpu"))
+    rng = np.random.default_rng(cfg.seed)
+    steps = trained = 0
+    update_s = 0.0
+    if kind == "deque":
+        memory = collections.deque(maxlen=cfg.buffer_size)
+        obs, _ = env.reset(seed=cfg.seed)
+
+        def play(eps):
+            nonlocal obs
+            with torch.no_grad():
+                greedy = int(learner.model(torch.from_numpy(obs)[None]).argmax(1))
+            action = int(rng.integers(n_actions)) if rng.random() < eps else greedy
+            nxt, r, term, trunc, _ = env.step(action)
+            memory.append((obs, action, r, nxt, term))
+            obs = nxt if not (term or trunc) else env.reset()[0]
+            return 1
+
+        def sample():
+            batch = random.sample(memory, bs)
+            o, a, r, n, d = zip(*batch)
+            return {"obs": np.stack(o), "next_obs": np.stack(n), "action": np.array(a),
+                    "return": np.array(r, np.float32), "discount": gamma * (1 - np.array(d, np.float32)),
+                    "weights": None}
+    else:
+        replay = Replay(cfg.buffer_size, 1, env.num_envs, cfg.frame_stack, cfg.n_step, gamma, seed=cfg.seed)
+        rollout = Rollout(env, learner.model, cfg.frame_stack, cfg.clip_rewards, cfg.seed)
+
+        def play(eps):
+            frames, fields, live, _ = rollout.step(eps)
+            replay.writer.write(0, frames, fields)
+            return live
+
+        def sample():
+            return replay.sample(bs)
+    rates, ups, busy = [], [], []
+    t_learn = None
+    while True:
+        eps = max(0.1, 1 - steps / 100_000)
+        steps += play(eps)
+        while steps >= cfg.learning_starts and (steps - cfg.learning_starts) * cfg.replay_ratio - trained >= bs:
+            if t_learn is None:
+                t_learn = w_t = time.perf_counter()
+                w_steps, w_trained, w_update = steps, trained, update_s
+            t0 = time.perf_counter()
+            learner.update([learner.to_device(sample())])
+            update_s += time.perf_counter() - t0
+            trained += bs
+        if t_learn is not None and (now := time.perf_counter()) - w_t >= window_s:
+            dt = now - w_t
+            rates.append((steps - w_steps) / dt)
+            ups.append((trained - w_trained) / bs / dt)
+            busy.append((update_s - w_update) / dt)
+            w_t, w_steps, w_trained, w_update = now, steps, trained, update_s
+            if now - t_learn >= seconds:
+                break
+    if kind == "deque":
+        sizes = [sum(sys.getsizeof(x) for x in t) + sys.getsizeof(t) for t in random.sample(memory, 100)]
+        bpt = statistics.fmean(sizes)
+    else:
+        bpt = replay.storage.bytes_per_transition()
+    env.close()
+    rates, ups, busy = rates[1:] or rates, ups[1:] or ups, busy[1:] or busy  # first window is warm-up
+    return {"env_steps_per_s": statistics.median(rates), "updates_per_s": statistics.median(ups),
+            "samples_per_s": statistics.median(ups) * bs, "learner_busy": statistics.median(busy),
+            "collector_wait": None, "drops": 0, "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
+            "windows": len(rates)}
+
+
+def _pipeline_row(spec: dict, seconds: float) -> dict:
+    """Rows 4-8 and autotune trials: the real Trainer (collector processes, rings, consolidation,
+    replay, learner), stopped ``seconds`` after learning starts; windows are its epochs.
+    ``spec`` is {"profile": True} (this machine's auto profile) or {"overrides": {...}}."""
+    import tempfile
+    import threading
+
+    from config_optimized import Config, build_config, detect_hardware, validate
+    from pipeline.trainer import Trainer
+
+    rss = RssPeak()
+    hw = detect_hardware()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = {**BENCH_RUN, "run_dir": tmp, "env": "ALE/Pong-v5"}
+        if spec.get("profile"):
+            cfg, hw, name = build_config(run, hw)
+        else:
+            cfg, name = Config(**{**spec["overrides"], **run}), "explicit"
+        validate(cfg, hw)
+        trainer = Trainer(cfg, hw)
+
+        def stopper():
+            while trainer.stop_reason is None:
+                if getattr(trainer, "learner", None) is not None and trainer.learner.updates > 0:
+                    time.sleep(seconds)
+                    trainer.stop_reason = "benchmark"
+                time.sleep(0.1)
+        threading.Thread(target=stopper, daemon=True).start()
+        try:
+            trainer.train()
+        finally:
+            trainer.stop_workers()
+            trainer.release()
+        rows = [json.loads(line) for line in open(os.path.join(tmp, "metrics.jsonl"))]
+        bpt = trainer.replay.storage.bytes_per_transition()
+    learn = [r for r in rows if r["updates"] > 0][1:]  # first epoch with updates is warm-up
+    learn = learn[:-1] if len(learn) > 3 else learn  # the last one may be cut by the stop
+    med = lambda k: statistics.median(r[k] for r in learn)  # noqa: E731
+    return {"env_steps_per_s": med("env_steps_per_s"), "updates_per_s": med("updates_per_s"),
+            "samples_per_s": med("samples_per_s"), "learner_busy": med("learner_busy"),
+            "collector_wait": med("collector_queue_wait"), "collector_throttled": med("collector_throttled"),
+            "drops": rows[-1]["drops"], "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(), "windows": len(learn),
+            "profile": name, "settings": {k: getattr(cfg, k) for k in (
+                "model_arch", "amp", "compile", "batch_size", "grad_accum_steps", "num_collectors",
+                "envs_per_collector", "replay_ratio", "learner_threads")}}
+
+
+def _row_entry(mode, params, seconds, window_s, out_q):
+    import contextlib
+
+    try:
+        with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+            if mode == "sync":
+                res = _sync_row(params["kind"], seconds, window_s)
+            elif mode == "profile":
+                res = _pipeline_row({"profile": True}, seconds)
+            elif mode == "pipeline":
+                res = _pipeline_row({"overrides": {**LADDER_BASE, **params}}, seconds)
+            else:  # "explicit": a complete set of overrides (autotune)
+                res = _pipeline_row({"overrides": params}, seconds)
+        out_q.put(res)
+    except BaseException as e:
+        import traceback
+
+        out_q.put({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
+
+
+def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0) -> dict:
+    """One row in a fresh process, so its memory peak and thread settings are its own."""
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_row_entry, args=(mode, params, seconds, window_s, q))
+    p.start()
+    res = q.get()
+    p.join()
+    return res
+
+
+def bench_ladder(seconds: float, quick: bool) -> list[dict]:
+    from config_optimized import detect_hardware
+
+    hw = detect_hardware()
+    rows = []
+    for name, mode, params in LADDER:
+        row = {"name": name}
+        if params.get("compile") and quick:
+            row["skipped"] = "skipped with --quick (compiling takes about a minute)"
+        elif params.get("amp") and not (hw.cuda or _cpu_has_bf16()):
+            row["skipped"] = "no fp16/bf16 hardware here"
+        else:
+            print(f"  ladder {name} ...", flush=True)
+            row.update(run_row(mode, params, seconds))
+        rows.append(row)
+    base = rows[0].get("env_steps_per_s")
+    for row in rows:
+        if base and row.get("env_steps_per_s"):
+            row["speedup_vs_baseline"] = row["env_steps_per_s"] / base
+    return rows
+
+
+def _cpu_has_bf16() -> bool:
+    try:
+        return "avx512_bf16" in open("/proc/cpuinfo").read() or "amx_bf16" in open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+
+
+# ----------------------------------------------------------------------------- profiling
+def profile_run(out_dir: str, steps: int = 30) -> dict:
+    """torch.profiler over learner updates (replay sampling included) and collector steps at this
+    machine's profile settings; prints the top operations and writes Chrome traces (open them in
+    chrome://tracing or https://ui.perfetto.dev)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from config_optimized import build_config, detect_hardware
+    from models import build_model
+    from pipeline.learner import Learner
+    from pipeline.replay import Replay
+    from pipeline.rollout import Rollout
+    from pipeline.ring import FIRST
+    from wrappers import BatchedEnv
+
+    os.makedirs(out_dir, exist_ok=True)
+    cfg, hw, name = build_config({"env": "ALE/Pong-v5"})
+    device = torch.device("cuda" if hw.cuda else "cpu")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if hw.cuda else [])
+    torch.set_num_threads(max(1, hw.cores - cfg.num_collectors))
+    learner = Learner(cfg, cfg.frame_stack, 6, device)
+    M = cfg.envs_per_collector
+    replay = Replay(20_000, 1, M, cfg.frame_stack, cfg.n_step, cfg.gamma, seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(20_000 // 1000):
+        replay.writer.write(0, rng.integers(0, 255, (1000, 84, 84), dtype=np.uint8),
+                            {"env": (np.arange(1000) % M).astype(np.uint16), "action": rng.integers(0, 6, 1000).astype(np.uint8),
+                             "reward": np.zeros(1000, np.float32),
+                             "flags": np.where(rng.random(1000) < 0.01, FIRST, 0).astype(np.uint8)})
+
+    def learner_step():
+        with record_function("replay.sample"):
+            batches = [learner.to_device(replay.sample(cfg.batch_size)) for _ in range(cfg.grad_accum_steps)]
+        with record_function("learner.update"):
+            learner.update(batches)
+    for _ in range(3):
+        learner_step()  # warm-up (and compilation, if on)
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            learner_step()
+    learner_trace = os.path.join(out_dir, "trace_learner.json")
+    prof.export_chrome_trace(learner_trace)
+    print(f"\nLearner ({name}: batch {cfg.batch_size} x {cfg.grad_accum_steps}, amp {cfg.amp}, "
+          f"compile {cfg.compile}), {steps} updates, top operations by total CPU time:")
+    print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=15))
+
+    torch.set_num_threads(1)
+    env = BatchedEnv("ALE/Pong-v5", cfg.env_options(), M)
+    model = build_model(cfg.model_arch, cfg.frame_stack, env.n_actions, cfg.dueling).eval()
+    rollout = Rollout(env, model, cfg.frame_stack, True, seed=0)
+    for _ in range(10):
+        rollout.step(0.1)
+    rollout.act_ns = rollout.step_ns = 0
+    t0 = time.perf_counter_ns()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps * 4):
+            with record_function("collector.step"):
+                rollout.step(0.1)
+    total = time.perf_counter_ns() - t0
+    env.close()
+    collector_trace = os.path.join(out_dir, "trace_collector.json")
+    prof.export_chrome_trace(collector_trace)
+    print(f"\nCollector ({M} Pong envs, 1 thread), {steps * 4} steps: acting {100 * rollout.act_ns / total:.0f}%, "
+          f"env stepping {100 * rollout.step_ns / total:.0f}%; top operations:")
+    print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
+    print(f"Traces: {learner_trace}, {collector_trace}")
+    return {"learner_trace": learner_trace, "collector_trace": collector_trace}
+
+
+# ----------------------------------------------------------------------------- autotune
+def autotune(seconds: float) -> dict:
+    """Coordinate search over collector count, envs per collector, batch size and learner
+    threads, each trial a short real run at replay ratio 8; the best becomes
+    profiles/autotuned.json, which the auto profile then prefers."""
+    from config_optimized import AUTOTUNED_PROFILE, detect_hardware, pick_profile, scale_profile
+
+    hw = detect_hardware()
+    base_name = pick_profile(hw)
+    best = {**scale_profile(base_name, hw), "learner_threads": 0}
+    grid = [("num_collectors", sorted({1, 2, max(1, hw.cores // 2)})),
+            ("envs_per_collector", [4, 8, 16]),
+            ("batch_size", [128, 256, 512]),
+            ("learner_threads", [0, hw.cores])]
+    trials, tried = [], {}
+
+    def score(over):
+        key = json.dumps(over, sort_keys=True)
+        if key not in tried:
+            res = run_row("explicit", over, seconds)
+            tried[key] = res.get("env_steps_per_s", 0.0) if "error" not in res else 0.0
+            trials.append({"settings": {k: over[k] for k, _ in grid}, "env_steps_per_s": tried[key],
+                           "error": res.get("error")})
+            print(f"  autotune {trials[-1]['settings']}: {tried[key]:,.0f} env steps/s", flush=True)
+        return tried[key]
+    best_score = score(best)
+    for knob, values in grid:
+        for v in values:
+            cand = {**best, knob: v}
+            if (sc := score(cand)) > best_score * 1.03:  # within noise, keep the simpler setting
+                best, best_score = cand, sc
+    AUTOTUNED_PROFILE.parent.mkdir(parents=True, exist_ok=True)
+    data = {"overrides": best, "based_on": base_name, "env_steps_per_s": best_score, "trials": trials,
+            "machine": machine(), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    tmp = AUTOTUNED_PROFILE.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, AUTOTUNED_PROFILE)
+    return data
+
+
+# ----------------------------------------------------------------------------- output
+def plot_ladder(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r["name"] for r in rows]
+    vals = [r.get("env_steps_per_s") or 0 for r in rows]
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(rows) + 1.5))
+    bars = ax.barh(names[::-1], vals[::-1], color="tab:blue")
+    for bar, r in zip(bars, rows[::-1]):
+        label = f"{r['speedup_vs_baseline']:.1f}x" if r.get("speedup_vs_baseline") else r.get("skipped", "n/a")[:40]
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {label}", va="center", fontsize=8)
+    ax.set_xlabel("env steps/s after learning starts (replay ratio 8, Pong)")
+    ax.set_title("Optimization ladder")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def print_ladder(rows: list[dict]) -> None:
+    f = lambda v, spec: "n/a" if v is None else format(v, spec)  # noqa: E731
+    print("\n| row | env steps/s | vs baseline | updates/s | samples/s | learner busy | collector wait "
+          "| drops | peak RSS MB | B/transition |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "env_steps_per_s" not in r:
+            why = r.get("skipped") or r.get("error", "failed")
+            print(f"| {r['name']} | {why} | | | | | | | | |")
+            continue
+        wait = r.get("collector_wait")
+        print(f"| {r['name']} | {r['env_steps_per_s']:,.0f} | {f(r.get('speedup_vs_baseline'), '.2f')}x "
+              f"| {r['updates_per_s']:,.1f} | {r['samples_per_s']:,.0f} | {100 * r['learner_busy']:.0f}% "
+              f"| {'n/a (plays, then trains)' if wait is None else format(100 * wait, '.1f') + '%'} "
+              f"| {r['drops']} | {r['peak_rss_mb']:,.0f} | {r['bytes_per_transition']:,.0f} |")
+
+
 def machine() -> dict:
     from config_optimized import detect_hardware
 
@@ -203,26 +696,75 @@ def machine() -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer windows, no torch.compile rows")
+    ap = argparse.ArgumentParser(description="Measure what each optimization buys on this machine: the ladder "
+                                             "of seed 002 plus component benchmarks, in one run.")
+    ap.add_argument("--quick", action="store_true", help="short windows, no torch.compile rows (under 3 minutes)")
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
+    ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
+    ap.add_argument("--seconds", type=float, help="measured seconds per ladder row after learning starts")
+    ap.add_argument("--only", choices=["ladder", "components"], help="run one half only")
+    ap.add_argument("--profile", metavar="DIR", nargs="?", const="profiles",
+                    help="instead: torch.profiler over learner and collector steps; traces go to DIR")
+    ap.add_argument("--autotune", action="store_true",
+                    help="instead: search collector/env/batch/thread settings and write profiles/autotuned.json")
     args = ap.parse_args(argv)
+    if args.seconds is not None and args.seconds <= 0:
+        ap.error(f"--seconds {args.seconds}: must be positive")
+    if args.profile:
+        profile_run(args.profile)
+        return 0
+    if args.autotune:
+        data = autotune(args.seconds or (8 if args.quick else 15))
+        print(f"\nBest: {data['overrides']} at {data['env_steps_per_s']:,.0f} env steps/s; "
+              f"written to profiles/autotuned.json (python config_optimized.py shows it)")
+        return 0
     nw = 3 if args.quick else 5
-    result = {"machine": machine(), "components": {}}
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
-    c = result["components"]
-    c["queue"] = bench_queue(20_000 if args.quick else 100_000)
-    c["envs"] = bench_vector_envs(nw)
-    c["replay"] = bench_replay(nw)
-    c["learner"] = bench_learner(nw, compile_rows=not args.quick)
-    c["acting"] = bench_acting(nw)
+    seconds = args.seconds or (6 if args.quick else 20)
+    result = {"machine": machine(), "rows": [], "components": {}, "settings": {
+        "game": "ALE/Pong-v5", "replay_ratio": LADDER_BASE["replay_ratio"], "seconds_per_row": seconds,
+        "quick": args.quick, "ladder_base": LADDER_BASE, "bench_run": {k: v for k, v in BENCH_RUN.items()}}}
     m = result["machine"]
-    print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, GPU {m['gpu']}; load {m['load_avg_at_start']}")
-    q = c["queue"]
-    print("\n| queue (batches of 8 frames) | transitions/s | MB/s |\n|---|---|---|")
-    print(f"| shared-memory ring | {q['ring_transitions_per_s']:,.0f} | {q['ring_MB_per_s']:,.0f} |")
-    print(f"| multiprocessing.Queue | {q['mp_queue_transitions_per_s']:,.0f} | {q['mp_queue_MB_per_s']:,.0f} |")
-    print(f"\nRing / mp.Queue: {q['ring_vs_mp_queue']:.1f}x")
+    print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, GPU {m['gpu']}; "
+          f"load average at start {m['load_avg_at_start']}", flush=True)
+    if args.only != "components":
+        result["rows"] = bench_ladder(seconds, args.quick)
+        print_ladder(result["rows"])
+        if args.plot:
+            plot_ladder(result["rows"], args.plot)
+            print(f"\nLadder chart: {args.plot}")
+    if args.only != "ladder":
+        print("\nComponents ...", flush=True)
+        torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+        c = result["components"]
+        c["queue"] = bench_queue(20_000 if args.quick else 100_000)
+        c["queue_per_transition"] = bench_queue(5_000 if args.quick else 20_000, batch=1)
+        c["collector_overhead"] = bench_collector_overhead(4 if args.quick else 10)
+        c["envs"] = bench_vector_envs(nw)
+        c["replay"] = bench_replay(nw)
+        c["learner"] = bench_learner(nw, compile_rows=not args.quick)
+        c["acting"] = bench_acting(nw)
+        prof_row = next((r for r in result["rows"] if r["name"].startswith("8.") and "settings" in r), None)
+        if prof_row:
+            c["learner_in_pipeline"] = bench_learner_in_pipeline(prof_row, nw)
+        print_components(c)
+    result["machine"]["load_avg_at_end"] = os.getloadavg()
+    print(f"\nLoad average at end: {result['machine']['load_avg_at_end']} (other load on the machine skews every figure)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2, default=str)
+        print(f"JSON: {args.json}")
+    return 0
+
+
+def print_components(c: dict) -> None:
+    for label, q in (("batches of 8 frames", c["queue"]), ("one frame per message", c["queue_per_transition"])):
+        print(f"\n| queue, {label} | transitions/s | MB/s |\n|---|---|---|")
+        print(f"| shared-memory ring | {q['ring_transitions_per_s']:,.0f} | {q['ring_MB_per_s']:,.0f} |")
+        print(f"| multiprocessing.Queue | {q['mp_queue_transitions_per_s']:,.0f} | {q['mp_queue_MB_per_s']:,.0f} |")
+        print(f"Ring / mp.Queue: {q['ring_vs_mp_queue']:.1f}x")
+    o = c["collector_overhead"]
+    print(f"\nCollector (8 Pong envs): {o['steps_per_s_alone']:,.0f} steps/s alone, {o['steps_per_s_with_ring']:,.0f} "
+          f"writing to its ring with consolidation running: overhead {100 * o['overhead']:.1f}%")
     e = c["envs"]
     print(f"\nPong, {e['num_envs']} envs, 1 core: ale-py AtariVectorEnv {e['ale_vector_steps_per_s']:,.0f} steps/s, "
           f"gymnasium SyncVectorEnv {e['gymnasium_sync_steps_per_s']:,.0f} steps/s ({e['ratio']:.1f}x)")
@@ -235,10 +777,10 @@ def main(argv=None) -> int:
     print("\n| acting batch | obs/s |\n|---|---|")
     for row in c["acting"]:
         print(f"| {row['batch']} | {row['obs_per_s']:,.0f} |")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-    return 0
+    if "learner_in_pipeline" in c:
+        lp = c["learner_in_pipeline"]
+        print(f"\nLearner in the pipeline (row 8): {lp['updates_per_s_in_pipeline']:,.2f} updates/s vs "
+              f"{lp['updates_per_s_alone']:,.2f} alone at the same settings: {100 * lp['ratio']:.0f}%")
 
 
 if __name__ == "__main__":

@@ -89,6 +89,7 @@ class Config:
     run_dir: str = doc("directory for checkpoints, metrics.jsonl and logs", "runs/latest")
     resume: bool = doc("continue the run in --run-dir from its last checkpoint", False)
     checkpoint_interval: int = doc("optimizer steps between checkpoints", 5_000)
+    tensorboard: bool = doc("also write the epoch metrics as TensorBoard events in <run_dir>/tb", True)
     epoch_steps: int = doc("agent steps per epoch: one [MAIN] log line and one metrics.jsonl row", 10_000)
     processor_log_interval: float = doc("seconds between [PROCESSOR] log lines", 10.0)
 
@@ -317,8 +318,12 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("buffer_size", f"needs {need / 2**30:.2f} GiB for replay and queues but only "
                            f"{hw.ram_available_bytes / 2**30:.2f} GiB of RAM is available; "
                            f"use --buffer-size {int(hw.ram_available_bytes * 0.5 // (FRAME_BYTES + REPLAY_META_BYTES)):d} or less")
-    if Path(cfg.run_dir).exists() and not Path(cfg.run_dir).is_dir():
+    run_dir = Path(cfg.run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
         bad("run_dir", "is a file, not a directory; choose another --run-dir")
+    existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        bad("run_dir", f"cannot be written ({existing} is not writable by this user); choose a writable --run-dir")
     warnings = []
     if cfg.model_arch == "batchnorm" and cfg.batch_size < 16:
         warnings.append(f"batch_size {cfg.batch_size} < 16: BatchNorm statistics over so few samples are noisy")

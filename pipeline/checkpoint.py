@@ -24,12 +24,19 @@ def save(path: str | Path, state: dict) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except OSError as e:
+    except (OSError, RuntimeError) as e:
+        # torch.save's zip writer turns a failed write (ENOSPC, EFBIG) into a RuntimeError while
+        # closing the archive; the OSError behind it is the message worth showing.
+        cause = e
+        while not isinstance(cause, OSError) and cause.__context__ is not None:
+            cause = cause.__context__
+        if not isinstance(cause, OSError):
+            raise
         try:
             tmp.unlink()
         except OSError:
             pass
-        raise CheckpointError(f"could not write checkpoint {path}: {e.strerror or e}; the previous checkpoint "
+        raise CheckpointError(f"could not write checkpoint {path}: {cause.strerror or cause}; the previous checkpoint "
                               f"is untouched. Free disk space or choose a writable --run-dir.") from None
 
 

@@ -109,6 +109,7 @@ class Learner:
             self.optimizer.zero_grad(set_to_none=True)
             if self.scaler.is_enabled():
                 self.scaler.update()  # fp16 overflow: the scaler lowers its scale and goes on
+            self._repair_batchnorm()
             if self.bad_steps >= 100:
                 raise TrainingDiverged(f"loss was NaN/inf for {self.bad_steps} updates in a row; "
                                        "lower --lr, or turn off --amp to rule out precision")
@@ -124,6 +125,16 @@ class Learner:
             self.sync_target()
         td_abs = [t.abs() for t in tds]
         return {"loss": loss, "td_error": float(torch.cat(td_abs).mean()), "td_abs": td_abs, "skipped": False}
+
+    def _repair_batchnorm(self) -> None:
+        """A NaN batch also poisons BatchNorm's running statistics in the training forward pass,
+        though the optimizer step was skipped: take them back from the target net (last sync)."""
+        online = dict(self.model.named_buffers())
+        if all(torch.isfinite(b).all() for b in online.values() if b.is_floating_point()):
+            return
+        with torch.no_grad():
+            for name, b in self.target.named_buffers():
+                online[name].copy_(b)
 
     def sync_target(self) -> None:
         self.target.load_state_dict(self.model.state_dict())

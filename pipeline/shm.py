@@ -18,10 +18,32 @@ def segment_name(tag: str, owner: int | None = None) -> str:
     return f"{PREFIX}{owner or os.getpid()}_{tag}"
 
 
+class ShmError(OSError):
+    pass
+
+
+def _advice(size: int) -> str:
+    return (f"{size / 2**20:,.1f} MiB is needed; free space in {SHM_DIR} (df -h {SHM_DIR}; "
+            f"docker run --shm-size=2g) or lower --queue-capacity")
+
+
 def create(tag: str, size: int) -> shared_memory.SharedMemory:
-    # track=False: lifetime is ours (unlink in close_all / stale sweep), not the resource
-    # tracker's, which would otherwise warn or unlink segments that children still use.
-    return shared_memory.SharedMemory(name=segment_name(tag), create=True, size=size, track=False)
+    # tmpfs allocates lazily: a segment larger than the free space is created fine and the
+    # process dies of SIGBUS on first touch, so check the space before creating.
+    try:
+        st = os.statvfs(SHM_DIR)
+        free = st.f_bavail * st.f_frsize
+    except OSError:
+        free = None
+    if free is not None and size > free:
+        raise ShmError(f"shared memory {segment_name(tag)} does not fit in {SHM_DIR} "
+                       f"({free / 2**20:,.1f} MiB free): {_advice(size)}")
+    try:
+        # track=False: lifetime is ours (unlink in close_all / stale sweep), not the resource
+        # tracker's, which would otherwise warn or unlink segments that children still use.
+        return shared_memory.SharedMemory(name=segment_name(tag), create=True, size=size, track=False)
+    except OSError as e:
+        raise ShmError(f"could not create shared memory {segment_name(tag)}: {e.strerror or e}; {_advice(size)}") from None
 
 
 def attach(name: str) -> shared_memory.SharedMemory:

@@ -8,7 +8,6 @@ syncing the target net, logging epochs and checkpointing as counters pass their 
 from __future__ import annotations
 
 import dataclasses
-import json
 import multiprocessing as mp
 import os
 import queue
@@ -30,23 +29,40 @@ from . import shm
 from .collector import _epsilon_schedule, run_collector
 from .consolidator import Consolidator
 from .control import GLOBAL_STEPS, UPDATES, ControlBlock
-from .learner import Learner
+from .learner import Learner, TrainingDiverged
+from .metrics import MetricsLog
 from .prefetch import Prefetcher
 from .replay import Replay
 from .ring import ACT_NS, ALLOWED, ENV_STEPS, STEP_NS, THROTTLE_NS, WAIT_NS, Ring
 
 
 class RunLog:
-    """Prints log lines and appends them to <run_dir>/train.log."""
+    """Prints log lines and appends them to <run_dir>/train.log. In a terminal a progress bar
+    over total_steps stays under the log lines; piped output gets the plain lines only."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, total_steps: int, done_steps: int = 0):
         self.file = open(run_dir / "train.log", "a", buffering=1)
+        self.bar = None
+        if sys.stdout.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total_steps, initial=done_steps, unit="step", unit_scale=True,
+                            dynamic_ncols=True, smoothing=0.05)
 
     def __call__(self, line: str) -> None:
-        print(line, flush=True)
+        if self.bar is not None:
+            self.bar.write(line)
+        else:
+            print(line, flush=True)
         self.file.write(line + "\n")
 
+    def progress(self, steps: int) -> None:
+        if self.bar is not None and steps > self.bar.n:
+            self.bar.update(min(steps, self.bar.total) - self.bar.n)
+
     def close(self):
+        if self.bar is not None:
+            self.bar.close()
         self.file.close()
 
 
@@ -74,7 +90,7 @@ class Trainer:
     def _setup(self) -> None:
         cfg = self.cfg
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.log = RunLog(self.run_dir)
+        self.log = RunLog(self.run_dir, cfg.total_steps)
         stale = shm.remove_stale_segments()
         if stale:
             self.log(f"[MAIN] Removed {len(stale)} shared-memory segments left by a dead run: {', '.join(stale[:4])}")
@@ -95,7 +111,7 @@ class Trainer:
         self.epoch = 0
         if cfg.resume:
             self._resume()
-        self.metrics = open(self.run_dir / "metrics.jsonl", "a", buffering=1)
+        self.metrics = MetricsLog(self.run_dir, cfg.tensorboard)
         self.n_weights = flat_size(self.learner.model)
         self.control = ControlBlock.create(self.n_weights)
         self.control.header[GLOBAL_STEPS] = self.base_steps
@@ -154,7 +170,7 @@ class Trainer:
             how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
             self.log(f"[MAIN] Collector {i} {how}.{detail}")
             if self.restarts >= self.cfg.max_collector_restarts:
-                raise RuntimeError(f"collector {i} failed and the restart budget (--max-collector-restarts "
+                raise CollectorsFailed(f"collector {i} failed and the restart budget (--max-collector-restarts "
                                    f"{self.cfg.max_collector_restarts}) is spent; see the traceback above")
             self.restarts += 1
             self.log(f"[MAIN] Restarting collector {i} (restart {self.restarts}/{self.cfg.max_collector_restarts})")
@@ -198,6 +214,7 @@ class Trainer:
                     raise RuntimeError("consolidation thread failed") from self.consolidator.error
             steps = self.env_steps()
             self.control.header[GLOBAL_STEPS] = steps
+            self.log.progress(steps)
             self._set_allowance(steps)
             if steps >= next_epoch:
                 self._log_epoch(acc, steps, t_start)
@@ -269,8 +286,8 @@ class Trainer:
         sps = (steps - acc["steps"]) / dt
         ups = (self.learner.updates - acc["updates"]) / dt
         fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
-        tail = f"Distance: {fmt(dist, '.1f')}" if mario else \
-            f"Length: {fmt(statistics.fmean(e[1] for e in eps_stats) if eps_stats else None, '.0f')}"
+        length = statistics.fmean(e[1] for e in eps_stats) if eps_stats else None
+        tail = f"Distance: {fmt(dist, '.1f')}" if mario else f"Length: {fmt(length, '.0f')}"
         self.log(f"[MAIN] Epoch {self.epoch} - Loss: {fmt(loss, '.4f')}, TD Error: {fmt(td, '.4f')}, "
                  f"Reward: {fmt(ret, '.2f')}, {tail}, Epsilon: {eps:.3f}, Buffer: {buf:,}")
         coll = self._collector_ns()
@@ -284,13 +301,14 @@ class Trainer:
                  f"queue-wait {100 * cns['wait'] / ctot:.0f}%, throttled {100 * cns['throttle'] / ctot:.0f}%")
         row = {"epoch": self.epoch, "env_steps": steps, "updates": self.learner.updates,
                "wall_s": round(self.wall_offset + now - t_start, 3), "loss": loss, "td_error": td, "epsilon": eps,
-               "return_mean": ret, "episodes": self.base_episodes + self.consolidator.episodes_total,
-               "buffer": buf, "drops": self.consolidator.drops(), "env_steps_per_s": sps, "updates_per_s": ups,
-               "samples_trained": self.samples_trained, "learner_busy": busy}
+               "return_mean": ret, "length_mean": length, "episodes": self.base_episodes + self.consolidator.episodes_total,
+               "buffer": buf, "drops": self.consolidator.drops(), "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * cfg.effective_batch,
+               "samples_trained": self.samples_trained, "learner_busy": busy,
+               "collector_queue_wait": cns["wait"] / ctot, "collector_throttled": cns["throttle"] / ctot}
         if mario:
             row["distance_mean"] = dist
             row["flag_rate"] = statistics.fmean(e[3] for e in eps_stats) if eps_stats else None
-        self.metrics.write(json.dumps(row) + "\n")
+        self.metrics.write(row)
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self, t_start: float) -> Path:
@@ -343,25 +361,60 @@ class Trainer:
                 f.close()
 
 
+class CollectorsFailed(RuntimeError):
+    pass
+
+
 def run_training(cfg: Config, hw: Hardware) -> int:
-    """Train until total_steps, Ctrl-C or SIGTERM; always a final checkpoint and a clean shutdown."""
+    """Train until total_steps, Ctrl-C or SIGTERM; always a clean shutdown (children joined,
+    shared memory unlinked) and, unless the weights diverged, a final checkpoint.
+
+    Returns the exit code: 0 when stopped by total_steps or a signal, 1 after a failure, which is
+    logged as one "[MAIN] Error: ..." line naming the problem and the fix."""
     trainer = Trainer(cfg, hw)
 
     def on_signal(signum, frame):
         trainer.stop_reason = signal.Signals(signum).name
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    code = 1
+    code, error, keep_weights = 1, None, True
     try:
         code = trainer.train()
+    except TrainingDiverged as e:
+        error, keep_weights = f"training diverged: {e}", False
+    except ckpt.CheckpointError as e:
+        error, keep_weights = str(e), False
+    except (CollectorsFailed, shm.ShmError) as e:
+        error = str(e)
     finally:
         try:
             trainer.stop_workers()
+            if error:
+                trainer.log(f"[MAIN] Error: {error}")
             if hasattr(trainer, "t_start"):
-                path = trainer.save_checkpoint(trainer.t_start)
+                last = trainer.run_dir / ckpt.CHECKPOINT_NAME
+                if keep_weights:
+                    try:
+                        last = trainer.save_checkpoint(trainer.t_start)
+                    except ckpt.CheckpointError as e:
+                        trainer.log(f"[MAIN] Error: {e}")
+                        code = 1
+                else:
+                    trainer.log(f"[MAIN] No final checkpoint was written; {last} holds the last good one")
                 trainer.log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {trainer.env_steps():,} agent steps, "
-                            f"{trainer.learner.updates:,} updates; checkpoint {path}")
+                            f"{trainer.learner.updates:,} updates; checkpoint {last}")
+                _write_curve(trainer)
         finally:
             trainer.release()
             for s, h in old.items():
                 signal.signal(s, h)
     return code
+
+
+def _write_curve(trainer: Trainer) -> None:
+    from .curves import plot_learning_curve
+
+    try:
+        trainer.metrics.jsonl.flush()
+        trainer.log(f"[MAIN] Learning curve {plot_learning_curve(trainer.run_dir)}")
+    except Exception as e:  # a plot must never cost the run its clean shutdown
+        trainer.log(f"[MAIN] Could not draw the learning curve: {type(e).__name__}: {e}")

@@ -1,4 +1,5 @@
 """Profiles picked from hardware, overrides, and every validation error."""
+import os
 import subprocess
 import sys
 from dataclasses import fields, replace
@@ -101,3 +102,42 @@ def test_bad_input_stops_before_any_process_starts(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "Did you mean ALE/Pong-v5" in out.stderr
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("overrides,expected", [
+    ({"total_steps": 0}, "--total-steps 0: must be a positive integer"),
+    ({"envs_per_collector": -2}, "--envs-per-collector -2: must be a positive integer"),
+    ({"learning_starts": -1}, "--learning-starts -1: must be 0 or more"),
+    ({"gamma": 1.5}, "--gamma 1.5: must be in (0, 1]"),
+    ({"eps_end": 2.0}, "--eps-end 2.0: must be in [0, 1]"),
+    ({"start_method": "threads"}, "--start-method 'threads': choose spawn, forkserver or fork"),
+    ({"env": "CartPole-v1"}, "module:EnvId"),
+    ({"env": "nosuchmodule:Foo-v0"}, "importing 'nosuchmodule' did not register that id"),
+])
+def test_bad_values_name_option_value_and_fix(overrides, expected):
+    assert expected in _error(**overrides)
+
+
+def test_profile_file_that_does_not_parse(tmp_path, monkeypatch):
+    import config_optimized
+
+    bad = tmp_path / "autotuned.json"
+    bad.write_text("{not json")
+    monkeypatch.setattr(config_optimized, "AUTOTUNED_PROFILE", bad)
+    with pytest.raises(ConfigError, match="autotuned.json does not parse"):
+        build_config({"profile": "autotuned"}, hw(2))
+    bad.write_text('{"overrides": {"batch_sise": 64}}')
+    with pytest.raises(ConfigError, match=r"unknown fields \['batch_sise'\]"):
+        build_config({"profile": "autotuned"}, hw(2))
+
+
+def test_unwritable_run_dir(tmp_path, monkeypatch):
+    # CI runs as root, for whom every directory is writable; pretend tmp_path is read-only.
+    import config_optimized
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real = os.access
+    monkeypatch.setattr(config_optimized.os, "access", lambda p, m: False if str(p) == str(locked) else real(p, m))
+    msg = _error(run_dir=str(locked / "run"))
+    assert f"cannot be written ({locked} is not writable" in msg

@@ -74,3 +74,28 @@ def test_target_sync_interval():
     assert not all(torch.equal(p, q) for p, q in zip(lrn.model.parameters(), lrn.target.parameters()))
     lrn.update([b])
     assert all(torch.equal(p, q) for p, q in zip(lrn.model.parameters(), lrn.target.parameters()))
+
+
+def test_nan_batch_is_skipped_without_poisoning_weights_then_diverges():
+    import pytest
+
+    from pipeline.learner import TrainingDiverged
+
+    lrn = _learner()
+    good = lrn.to_device(_batch(32))
+    lrn.update([good])
+    before = {k: v.clone() for k, v in lrn.model.state_dict().items()}
+    bad = _batch(32)
+    bad["return"][3] = np.nan
+    bad = lrn.to_device(bad)
+    out = lrn.update([bad])
+    assert out["skipped"] and lrn.updates == 1
+    for k, v in lrn.model.state_dict().items():
+        if v.is_floating_point():
+            assert torch.isfinite(v).all(), k
+            if "running" not in k:
+                assert torch.equal(v, before[k]), f"{k} changed on a skipped step"
+    assert not lrn.update([good])["skipped"]  # one good batch resets the count
+    with pytest.raises(TrainingDiverged, match="NaN/inf for 100 updates in a row"):
+        for _ in range(100):
+            lrn.update([bad])

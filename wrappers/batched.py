@@ -1,6 +1,6 @@
 """The batch of envs one collector steps: ale-py's C++ vector env for Atari, a gymnasium
-SyncVectorEnv of Mario envs. Both autoreset in NEXT_STEP mode; this adapter gives the collector
-one shape of answer for both: newest gray frames [N, 84, 84] (frame stacking is the
+SyncVectorEnv of Mario (or ``module:EnvId`` pixel) envs. Both autoreset in NEXT_STEP mode;
+this adapter gives the collector one shape of answer for both: newest gray frames [N, 84, 84] (frame stacking is the
 collector's job, so the replay can store each frame once), raw rewards, and a mask of the envs
 whose returned frame is a fresh reset (their action was ignored).
 """
@@ -13,7 +13,7 @@ import numpy as np
 
 from .factory import make_single_frame_env
 from .options import EnvOptions
-from .registry import ale_default_sticky, ale_game, is_mario
+from .registry import ale_default_sticky, ale_game, is_mario, is_pixel_id
 
 
 @dataclass
@@ -28,9 +28,11 @@ class BatchStep:
 
 
 class BatchedEnv:
-    def __init__(self, env_id: str, opts: EnvOptions, num_envs: int, num_threads: int = 1):
+    def __init__(self, env_id: str, opts: EnvOptions, num_envs: int, num_threads: int = 1, native: bool = True):
+        """``native=False`` steps Atari through gymnasium's Python wrappers too (for comparisons)."""
         self.env_id, self.num_envs, self.mario = env_id, num_envs, is_mario(env_id)
-        if self.mario:
+        self.python_envs = self.mario or is_pixel_id(env_id) or not native  # stepped in Python, one by one
+        if self.python_envs:
             fns = [lambda: make_single_frame_env(env_id, opts) for _ in range(num_envs)]
             self.env = gym.vector.SyncVectorEnv(fns, copy=True, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
         else:
@@ -54,13 +56,13 @@ class BatchedEnv:
     def reset(self, seed: int | None = None) -> np.ndarray:
         obs, info = self.env.reset(seed=seed)
         self._prev_done[:] = False
-        if not self.mario:
+        if not self.python_envs:
             self._prev_efn[:] = info["episode_frame_number"]
         return obs.reshape(self.num_envs, *obs.shape[-2:])
 
     def step(self, actions: np.ndarray) -> BatchStep:
         obs, rew, term, trunc, info = self.env.step(actions)
-        if self.mario:
+        if self.python_envs:
             reset = self._prev_done.copy()
             x_pos = np.where(info.get("_x_pos", self._false), info.get("x_pos", self._nan), np.nan).astype(np.float32)
             flag = np.asarray(info.get("flag_get", self._false), bool)

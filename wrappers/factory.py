@@ -4,24 +4,40 @@ from __future__ import annotations
 import dataclasses
 
 import gymnasium as gym
+import numpy as np
 
 from .atari import make_atari_env
 from .mario import make_mario_env
 from .options import EnvOptions
-from .registry import check_env_id, is_mario
+from .registry import check_env_id, is_mario, is_pixel_id
 
 
 def make_env(env_id: str, opts: EnvOptions | None = None, render_mode: str | None = None, **overrides) -> gym.Env:
     """A Gymnasium env producing uint8 [frame_stack, 84, 84] gray frame stacks.
 
-    ``env_id`` is an ALE id (``ALE/Pong-v5``) or a Mario id (``SuperMarioBros-1-1-v0``);
+    ``env_id`` is an ALE id (``ALE/Pong-v5``), a Mario id (``SuperMarioBros-1-1-v0``) or a
+    ``module:EnvId`` id of an env that gives uint8 84x84 frames;
     keyword ``overrides`` replace fields of ``opts`` (see ``EnvOptions``).
     """
     opts = dataclasses.replace(opts or EnvOptions(), **overrides)
     check_env_id(env_id)
     if is_mario(env_id):
         return make_mario_env(env_id, opts, render_mode)
+    if is_pixel_id(env_id):
+        return make_pixel_env(env_id, opts, render_mode)
     return make_atari_env(env_id, opts, render_mode)
+
+
+def make_pixel_env(env_id: str, opts: EnvOptions, render_mode: str | None = None) -> gym.Env:
+    """A ``module:EnvId`` env that already renders 84x84 gray frames: only episode statistics,
+    reward clipping and frame stacking are added."""
+    env = gym.make(env_id, render_mode=render_mode)
+    env = gym.wrappers.RecordEpisodeStatistics(env)
+    if opts.clip_rewards:
+        env = gym.wrappers.TransformReward(env, np.sign)
+    if opts.frame_stack > 1:
+        return gym.wrappers.FrameStackObservation(env, opts.frame_stack)
+    return gym.wrappers.ReshapeObservation(env, (1, *env.observation_space.shape))
 
 
 def make_single_frame_env(env_id: str, opts: EnvOptions) -> gym.Env:

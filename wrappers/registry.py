@@ -24,8 +24,32 @@ def _registered_ids() -> tuple[str, ...]:
     return tuple(gym.registry.keys())
 
 
+def is_pixel_id(env_id: str) -> bool:
+    """A ``module:EnvId`` id: any Gymnasium env registered by importing ``module`` whose
+    observations are already uint8 84x84 gray frames (the test suite's catch game is one)."""
+    return ":" in env_id
+
+
+def _check_pixel_env(env_id: str) -> str:
+    module = env_id.split(":")[0]
+    try:
+        env = gym.make(env_id)
+    except (ModuleNotFoundError, gym.error.Error) as e:
+        raise UnknownEnvError(f"--env {env_id!r}: importing {module!r} did not register that id ({e}). "
+                              "A module:EnvId id needs an importable module that calls gymnasium.register.") from None
+    space = env.observation_space
+    env.close()
+    if not (isinstance(space, gym.spaces.Box) and space.dtype == "uint8" and space.shape == (84, 84)):
+        raise UnknownEnvError(f"--env {env_id!r} observes {space}, but a module:EnvId env must give uint8 "
+                              "84x84 gray frames (Box(0, 255, (84, 84), uint8)); wrap it to produce them.")
+    return env_id
+
+
 def check_env_id(env_id: str) -> str:
-    """Return the env id if it is an ALE (``ALE/Pong-v5``) or Mario (``SuperMarioBros-1-1-v0``) id."""
+    """Return the env id if it is an ALE (``ALE/Pong-v5``), Mario (``SuperMarioBros-1-1-v0``) or
+    ``module:EnvId`` pixel id."""
+    if is_pixel_id(env_id):
+        return _check_pixel_env(env_id)
     ids = _registered_ids()
     supported = [i for i in ids if i.startswith("ALE/") or i.startswith("SuperMarioBros-")]
     if env_id in supported:
@@ -35,7 +59,8 @@ def check_env_id(env_id: str) -> str:
     raise UnknownEnvError(
         f"--env {env_id!r} is not a known environment id.{hint} "
         "Use an ALE id such as ALE/Pong-v5 or ALE/Breakout-v5, or a Mario id such as "
-        "SuperMarioBros-1-1-v0 (any world-stage: SuperMarioBros-W-S-v0)."
+        "SuperMarioBros-1-1-v0 (any world-stage: SuperMarioBros-W-S-v0), or module:EnvId for a "
+        "Gymnasium env of your own that renders uint8 84x84 frames."
     )
 
 

@@ -1,0 +1,42 @@
+"""Learning-curve PNG of a run directory: mean episode return (last 20 episodes, raw) against
+agent steps and against wall-clock minutes; Mario runs add the distance reached."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .metrics import read_metrics
+
+CURVE_NAME = "learning_curve.png"
+
+
+def plot_learning_curve(run_dir: str | Path, out: str | Path | None = None, title: str | None = None) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed; also safe inside the training process
+    import matplotlib.pyplot as plt
+
+    run_dir = Path(run_dir)
+    rows = [r for r in read_metrics(run_dir) if r.get("return_mean") is not None]
+    out = Path(out) if out else run_dir / CURVE_NAME
+    mario = any(r.get("distance_mean") is not None for r in rows)
+    fig, axes = plt.subplots(1, 3 if mario else 2, figsize=(15 if mario else 10, 4), squeeze=False)
+    steps = [r["env_steps"] for r in rows]
+    minutes = [r["wall_s"] / 60 for r in rows]
+    ret = [r["return_mean"] for r in rows]
+    axes[0][0].plot(steps, ret)
+    axes[0][0].set_xlabel("agent steps")
+    axes[0][1].plot(minutes, ret)
+    axes[0][1].set_xlabel("wall clock (minutes)")
+    for ax in axes[0][:2]:
+        ax.set_ylabel("mean return, last 20 episodes")
+        ax.grid(alpha=0.3)
+    if mario:
+        axes[0][2].plot(steps, [r.get("distance_mean") for r in rows])
+        axes[0][2].set_xlabel("agent steps")
+        axes[0][2].set_ylabel("mean x distance, last 20 episodes")
+        axes[0][2].grid(alpha=0.3)
+    fig.suptitle(title or str(run_dir))
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

@@ -1,0 +1,110 @@
+"""Greedy evaluation of a checkpoint: plays full games (no life-loss episodes, raw rewards),
+prints mean and median return (Mario: distance and flag rate) and can record one episode to an
+MP4 at the game's own resolution."""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from config_optimized import Config
+from models import build_model
+
+from . import checkpoint as ckpt
+
+
+@dataclasses.dataclass
+class EvalResult:
+    returns: list[float]
+    lengths: list[int]
+    distances: list[float]
+    flags: list[bool]
+
+    def summary(self, env_id: str) -> str:
+        n = len(self.returns)
+        s = (f"[EVAL] {env_id}: {n} episodes, return mean {statistics.fmean(self.returns):.2f}, "
+             f"median {statistics.median(self.returns):.2f}, min {min(self.returns):.2f}, max {max(self.returns):.2f}, "
+             f"length mean {statistics.fmean(self.lengths):.0f}")
+        if self.distances:
+            s += (f", distance mean {statistics.fmean(self.distances):.0f}, best {max(self.distances):.0f}, "
+                  f"flag reached {sum(self.flags)}/{n}")
+        return s
+
+
+class VideoWriter:
+    """MP4 through OpenCV's bundled FFmpeg: gymnasium's RecordVideo needs moviepy, which we would
+    otherwise not install."""
+
+    def __init__(self, path: Path, fps: float):
+        self.path, self.fps, self.writer = path, fps, None
+
+    def add(self, rgb: np.ndarray) -> None:
+        import cv2
+
+        if self.writer is None:
+            h, w = rgb.shape[:2]
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"mp4v"), self.fps, (w, h))
+            if not self.writer.isOpened():
+                raise OSError(f"could not open {self.path} for writing an MP4 video")
+        self.writer.write(np.ascontiguousarray(rgb[..., ::-1]))  # OpenCV wants BGR
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.release()
+
+
+def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
+             epsilon: float = 0.0, max_steps: int = 27_000, log=print) -> EvalResult:
+    from wrappers import make_env
+    from wrappers.registry import is_pixel_id
+
+    state = ckpt.load(checkpoint)
+    cfg = Config(**{k: v for k, v in state["config"].items() if k in {f.name for f in dataclasses.fields(Config)}})
+    meta = state["meta"]
+    opts = dataclasses.replace(cfg.env_options(), episodic_life=False, clip_rewards=False)
+    env = make_env(cfg.env, opts, render_mode="rgb_array" if video else None)
+    if int(env.action_space.n) != meta["n_actions"]:
+        raise ckpt.CheckpointError(f"checkpoint {checkpoint} has {meta['n_actions']} actions but {cfg.env} with "
+                                   f"these settings has {env.action_space.n}; was it trained with another action set?")
+    model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"])
+    model.load_state_dict(state["learner"]["model"])
+    model.eval()
+    rng = np.random.default_rng(seed)
+    # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
+    fps = env.metadata.get("render_fps", 15) if is_pixel_id(cfg.env) else 60 / max(1, cfg.frame_skip)
+    recorder = VideoWriter(Path(video), fps) if video else None
+    mario = cfg.env.startswith("SuperMarioBros")
+    res = EvalResult([], [], [], [])
+    try:
+        for ep in range(episodes):
+            obs, info = env.reset(seed=seed + ep)
+            ret, length, done, x_max = 0.0, 0, False, 0.0
+            while not done and length < max_steps:
+                if recorder is not None and ep == 0:
+                    recorder.add(env.render())
+                if rng.random() < epsilon:
+                    action = int(rng.integers(meta["n_actions"]))
+                else:
+                    with torch.inference_mode():
+                        action = int(model(torch.from_numpy(np.asarray(obs))[None]).argmax(1))
+                obs, reward, term, trunc, info = env.step(action)
+                ret += float(reward)
+                length += 1
+                x_max = max(x_max, float(info.get("x_pos", 0)))
+                done = term or trunc
+            res.returns.append(ret)
+            res.lengths.append(length)
+            if mario:
+                res.distances.append(x_max)
+                res.flags.append(bool(info.get("flag_get", False)))
+            log(f"[EVAL] episode {ep + 1}/{episodes}: return {ret:.1f}, length {length}"
+                + (f", distance {res.distances[-1]:.0f}, flag {res.flags[-1]}" if mario else ""))
+    finally:
+        if recorder is not None:
+            recorder.close()
+        env.close()
+    return res

@@ -1,0 +1,60 @@
+"""Where epoch metrics go: one JSON row per epoch in <run_dir>/metrics.jsonl (what the curve
+plotter and users' own scripts read) and the same scalars as TensorBoard events in <run_dir>/tb,
+indexed by agent steps (``tensorboard --logdir runs``)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+METRICS_NAME = "metrics.jsonl"
+TB_DIR = "tb"
+
+# metrics.jsonl key -> TensorBoard tag, grouped the way CleanRL and SB3 group theirs
+TB_TAGS = {
+    "return_mean": "charts/episodic_return", "length_mean": "charts/episodic_length",
+    "distance_mean": "charts/distance", "flag_rate": "charts/flag_rate", "epsilon": "charts/epsilon",
+    "loss": "losses/td_loss", "td_error": "losses/td_error", "q_mean": "losses/q_values",
+    "env_steps_per_s": "speed/env_steps_per_s", "updates_per_s": "speed/updates_per_s",
+    "samples_per_s": "speed/samples_per_s", "learner_busy": "speed/learner_busy",
+    "buffer": "replay/size", "drops": "replay/queue_drops",
+}
+
+
+class MetricsLog:
+    def __init__(self, run_dir: Path, tensorboard: bool = True):
+        self.jsonl = open(run_dir / METRICS_NAME, "a", buffering=1)
+        self.tb = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tb = SummaryWriter(str(run_dir / TB_DIR))
+
+    def write(self, row: dict) -> None:
+        self.jsonl.write(json.dumps(row) + "\n")
+        if self.tb is not None:
+            step = row["env_steps"]
+            for key, tag in TB_TAGS.items():
+                v = row.get(key)
+                if isinstance(v, (int, float)) and math.isfinite(v):
+                    self.tb.add_scalar(tag, v, step, walltime=None)
+            self.tb.flush()
+
+    def close(self) -> None:
+        self.jsonl.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    """Rows of a run's metrics.jsonl; a half-written last line (a killed run) is skipped."""
+    path = Path(run_dir) / METRICS_NAME
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; pass a run directory written by mario_rl_optimized.py")
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows

@@ -1,0 +1,73 @@
+"""Acting in a batch of envs: one batched epsilon-greedy forward pass, one env step, and the
+step's records (newest frame once per env, action, clipped reward, episode flags) in the layout
+the ring and the replay writer share. Collector processes use it; so do the benchmark's
+single-process rows, so both measure the same code."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from .ring import EP_END, FIRST, FLAG_GET, LAST, TERM, TRUNC
+
+
+class Rollout:
+    def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int):
+        self.env, self.model, self.clip = env, model, clip_rewards
+        M = self.num_envs = env.num_envs
+        self.rng = np.random.default_rng(seed)
+        frames = env.reset(seed=seed)
+        self.stack = np.repeat(frames[:, None], frame_stack, axis=1)
+        self.first = np.ones(M, bool)
+        self.ep_ret = np.zeros(M, np.float32)
+        self.ep_len = np.zeros(M, np.int32)
+        self.last_x = np.full(M, np.nan, np.float32)
+        self.got_flag = np.zeros(M, bool)
+        self.env_ids = np.arange(M, dtype=np.uint16)
+        self.act_ns = self.step_ns = 0
+
+    def step(self, eps) -> tuple[np.ndarray, dict, int, int]:
+        """Act and step once. Returns (frames [M, H, W], record fields, live steps, resets); the
+        frames are a view that the next call overwrites, so the caller copies them out first."""
+        M = self.num_envs
+        t0 = time.perf_counter_ns()
+        with torch.inference_mode():
+            greedy = self.model(torch.from_numpy(self.stack)).argmax(1).numpy()
+        explore = self.rng.random(M) < eps
+        actions = np.where(explore, self.rng.integers(0, self.env.n_actions, M), greedy)
+        t1 = time.perf_counter_ns()
+        st = self.env.step(actions)
+        t2 = time.perf_counter_ns()
+        self.act_ns += t1 - t0
+        self.step_ns += t2 - t1
+
+        reset = st.reset
+        live = ~reset
+        flags = np.zeros(M, np.uint8)
+        flags[self.first & live] |= FIRST
+        flags[st.terminated & live] |= TERM
+        flags[st.truncated & live] |= TRUNC
+        flags[reset] |= LAST | EP_END
+        flags[reset & self.got_flag] |= FLAG_GET
+        reward = np.where(live, np.sign(st.rewards) if self.clip else st.rewards, 0.0).astype(np.float32)
+        self.ep_ret += np.where(live, st.rewards, 0.0)
+        self.ep_len += live
+        has_x = live & ~np.isnan(st.x_pos)
+        self.last_x[has_x] = st.x_pos[has_x]
+        self.got_flag |= live & st.flag
+        # The record holds the frame the action was taken on; its stack is rebuilt at sample time.
+        frames = self.stack[:, -1].copy()
+        fields = dict(action=np.where(live, actions, 0).astype(np.uint8), reward=reward, flags=flags,
+                      env=self.env_ids, ep_return=self.ep_ret.copy(), ep_len=self.ep_len.copy(),
+                      x_pos=self.last_x.copy())
+
+        self.first &= reset  # a record was written for every live env; only reset envs start anew
+        self.stack[:, :-1] = self.stack[:, 1:]
+        self.stack[:, -1] = st.frames
+        restart_stack = reset | (st.terminated & live)  # a reset, or a lost life (EpisodicLife)
+        if restart_stack.any():
+            self.stack[restart_stack] = st.frames[restart_stack][:, None]
+            self.first |= restart_stack
+            self.ep_ret[reset], self.ep_len[reset], self.last_x[reset], self.got_flag[reset] = 0.0, 0, np.nan, False
+        return frames, fields, int(live.sum()), int(reset.sum())

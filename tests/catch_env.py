@@ -1,0 +1,60 @@
+"""Catch: a ball falls down a 7x7 grid and a paddle on the bottom row must be under it when it
+lands (+1, else -1). Rendered as 84x84 uint8 gray frames, so it goes through exactly the
+pipeline a real game does, and small enough that a DQN learns it in a minute on a CPU.
+
+Importing this module registers ``Catch-v0`` (used as ``--env tests.catch_env:Catch-v0``) and
+``CatchCrash-v0`` (raises inside ``step`` after 400 steps) and ``CatchNaN-v0`` (rewards turn
+NaN after 600 steps), for fault tests.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+GRID, CELL = 7, 12  # 7 x 12 px = 84 px
+
+
+class Catch(gym.Env):
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
+
+    def __init__(self, render_mode: str | None = None, crash_after: int = 0, nan_after: int = 0):
+        self.observation_space = gym.spaces.Box(0, 255, (GRID * CELL, GRID * CELL), np.uint8)
+        self.action_space = gym.spaces.Discrete(3)  # left, stay, right
+        self.render_mode = render_mode
+        self.crash_after, self.nan_after = crash_after, nan_after
+        self.steps_taken = 0
+        self.frame = np.zeros((GRID * CELL, GRID * CELL), np.uint8)
+
+    def _draw(self) -> np.ndarray:
+        self.frame[:] = 0
+        r, c = self.ball
+        self.frame[r * CELL:(r + 1) * CELL, c * CELL:(c + 1) * CELL] = 255
+        p = self.paddle
+        self.frame[(GRID - 1) * CELL + CELL // 2:, p * CELL:(p + 1) * CELL] = 128
+        return self.frame.copy()
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.ball = (0, int(self.np_random.integers(GRID)))
+        self.paddle = int(self.np_random.integers(GRID))
+        return self._draw(), {}
+
+    def step(self, action):
+        self.steps_taken += 1
+        if self.crash_after and self.steps_taken >= self.crash_after:
+            raise RuntimeError(f"injected emulator fault after {self.steps_taken} steps")
+        self.paddle = int(np.clip(self.paddle + int(action) - 1, 0, GRID - 1))
+        self.ball = (self.ball[0] + 1, self.ball[1])
+        landed = self.ball[0] == GRID - 1
+        reward = (1.0 if self.paddle == self.ball[1] else -1.0) if landed else 0.0
+        if self.nan_after and self.steps_taken >= self.nan_after:
+            reward = float("nan")
+        return self._draw(), reward, landed, False, {}
+
+    def render(self):
+        return np.repeat(self.frame[..., None], 3, axis=2)
+
+
+gym.register("Catch-v0", entry_point=Catch)
+gym.register("CatchCrash-v0", entry_point=Catch, kwargs={"crash_after": 400})
+gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 600})

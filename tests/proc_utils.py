@@ -1,0 +1,77 @@
+"""Helpers for tests that run mario_rl_optimized.py as a user would: in a subprocess tagged with
+a marker in its environment, so every process it started can be found afterwards."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The test suite's catch game (tests/catch_env.py) through the whole pipeline, sized to learn fast.
+CATCH = ["--env", "tests.catch_env:Catch-v0", "--learning-starts", "500", "--buffer-size", "20000",
+         "--envs-per-collector", "4", "--batch-size", "32", "--replay-ratio", "4", "--lr", "1e-3",
+         "--target-update-interval", "100", "--eps-decay-steps", "4000", "--eps-end", "0.02",
+         "--epoch-steps", "1000", "--processor-log-interval", "2", "--checkpoint-interval", "100"]
+
+
+def env_for(mark):
+    return {**os.environ, "DQN_TEST_MARK": mark, "PYTHONUNBUFFERED": "1"}
+
+
+def marked_processes(mark):
+    """Live processes that inherited this run's marker: the run itself and its collectors."""
+    found = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            if f"DQN_TEST_MARK={mark}".encode() in (d / "environ").read_bytes():
+                found.append(int(d.name))
+        except OSError:
+            pass
+    return found
+
+
+def collector_pids(mark, main_pid):
+    """The run's collector processes: its children, less multiprocessing's resource tracker."""
+    found = []
+    for p in marked_processes(mark):
+        try:
+            ppid = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid == main_pid and b"resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes():
+                found.append(p)
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+
+def segments(pid):
+    return list(Path("/dev/shm").glob(f"dqnrl_{pid}_*"))
+
+
+def start(args, mark):
+    return subprocess.Popen([sys.executable, "mario_rl_optimized.py", *args], cwd=ROOT, env=env_for(mark),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def run(args, mark, timeout=240):
+    proc = start(args, mark)
+    out, _ = proc.communicate(timeout=timeout)
+    return proc, out
+
+
+def read_until(proc, needle, lines, timeout=180):
+    """Read the run's output into ``lines`` until a line contains ``needle``; True if one did."""
+    deadline = time.time() + timeout
+    for line in proc.stdout:
+        lines.append(line)
+        if needle in line:
+            return True
+        if time.time() > deadline:
+            return False
+    return False
+
+
+def check_clean(proc, mark):
+    time.sleep(0.5)
+    assert marked_processes(mark) == [], "a collector outlived the run"
+    assert segments(proc.pid) == [], "shared memory left in /dev/shm"

@@ -1,0 +1,181 @@
+"""Faults a long run meets: killed processes, signals, a crashing env, NaN losses, a full disk,
+broken checkpoints. Each must either be survived or stop the run with a clear message, a good
+checkpoint, no orphan process and nothing left in /dev/shm."""
+import os
+import resource
+import signal
+import time
+import uuid
+
+import pytest
+import torch
+
+from pipeline import checkpoint as ckpt
+from tests.proc_utils import CATCH, check_clean, collector_pids, read_until, run, segments, start
+
+pytestmark = pytest.mark.faults
+
+
+def _stop(proc, lines, sig=signal.SIGINT):
+    proc.send_signal(sig)
+    rest, _ = proc.communicate(timeout=60)
+    return "".join(lines) + rest
+
+
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_killed_collector_is_reported_and_restarted(tmp_path, method):
+    mark, lines = uuid.uuid4().hex, []
+    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--start-method", method, "--total-steps", "1000000000"],
+                 mark)
+    assert read_until(proc, "Learning starts", lines)
+    os.kill(collector_pids(mark, proc.pid)[0], signal.SIGKILL)
+    assert read_until(proc, "Restarting collector", lines)
+    assert read_until(proc, "[MAIN] Epoch", lines), "training did not go on after the restart"
+    out = _stop(proc, lines)
+    assert "was killed by signal 9" in out and "Restarting collector 0 (restart 1/3)" in out
+    assert proc.returncode == 0, out[-3000:]
+    check_clean(proc, mark)
+
+
+def test_killed_learner_takes_collectors_down_and_next_start_sweeps_shm(tmp_path):
+    mark, lines = uuid.uuid4().hex, []
+    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--num-collectors", "2", "--total-steps", "1000000000"],
+                 mark)
+    assert read_until(proc, "Learning starts", lines)
+    children = collector_pids(mark, proc.pid)
+    assert len(children) == 2
+    left = segments(proc.pid)
+    assert len(left) == 3  # two rings and the control block
+    proc.kill()
+    proc.communicate(timeout=30)
+    deadline = time.time() + 5
+    while time.time() < deadline and any(os.path.exists(f"/proc/{p}") for p in children):
+        time.sleep(0.1)
+    alive = [p for p in children if os.path.exists(f"/proc/{p}")]
+    assert not alive, f"collectors {alive} outlived their learner by 5 s"
+    # SIGKILL gives the learner no chance to unlink: the next start must find and remove them
+    mark2 = uuid.uuid4().hex
+    proc2, out = run([*CATCH, "--run-dir", str(tmp_path / "run2"), "--total-steps", "600"], mark2)
+    assert proc2.returncode == 0, out[-3000:]
+    assert "Removed 3 shared-memory segments left by a dead run" in out
+    assert segments(proc.pid) == []
+    check_clean(proc2, mark2)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_stops_with_checkpoint_and_cleans_up(tmp_path, sig):
+    run_dir, mark, lines = tmp_path / "run", uuid.uuid4().hex, []
+    proc = start([*CATCH, "--run-dir", str(run_dir), "--total-steps", "1000000000"], mark)
+    assert read_until(proc, "Learning starts", lines)
+    time.sleep(2)
+    out = _stop(proc, lines, sig)
+    assert proc.returncode == 0, out[-3000:]
+    assert f"Stopped ({sig.name})" in out
+    state = ckpt.load(run_dir / "checkpoint.pt", "tests.catch_env:Catch-v0", 3, 4)
+    assert state["learner"]["updates"] > 0
+    check_clean(proc, mark)
+
+
+def test_env_that_raises_is_reported_restarted_then_stops(tmp_path):
+    mark = uuid.uuid4().hex
+    proc, out = run([*CATCH, "--env", "tests.catch_env:CatchCrash-v0", "--run-dir", str(tmp_path / "run"),
+                     "--max-collector-restarts", "1", "--total-steps", "1000000000"], mark)
+    assert "collector 0 (tests.catch_env:CatchCrash-v0) raised RuntimeError: injected emulator fault" in out
+    assert "Restarting collector 0 (restart 1/1)" in out
+    assert "[MAIN] Error: collector 0 failed and the restart budget (--max-collector-restarts 1) is spent" in out
+    assert proc.returncode == 1, out[-3000:]
+    assert "Traceback" not in out.split("[MAIN] Error:")[-1], "the final error should be one clear line"
+    check_clean(proc, mark)
+
+
+def test_persistent_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    proc, out = run([*CATCH, "--env", "tests.catch_env:CatchNaN-v0", "--run-dir", str(run_dir),
+                     "--total-steps", "1000000000"], mark)
+    assert proc.returncode == 1, out[-3000:]
+    assert "[MAIN] Error: training diverged: loss was NaN/inf for 100 updates in a row" in out
+    assert "No final checkpoint was written" in out
+    state = ckpt.load(run_dir / "checkpoint.pt")
+    assert state["learner"]["updates"] > 0
+    for name, t in state["learner"]["model"].items():
+        if t.is_floating_point():
+            assert torch.isfinite(t).all(), f"{name} in the kept checkpoint is not finite"
+    check_clean(proc, mark)
+
+
+def _limit_file_size(limit):
+    def pre():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+    return pre
+
+
+def test_checkpoint_write_failure_keeps_previous_checkpoint(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    good = {"meta": {"env": "x"}, "learner": {"w": torch.arange(10.0)}}
+    ckpt.save(path, good)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, old_limit[1]))  # the disk "fills" at 100 kB
+    try:
+        with pytest.raises(ckpt.CheckpointError, match="could not write checkpoint .*checkpoint.pt.*previous checkpoint"):
+            ckpt.save(path, {"meta": {"env": "x"}, "learner": {"w": torch.zeros(1_000_000)}})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
+        signal.signal(signal.SIGXFSZ, old_handler)
+    assert torch.equal(ckpt.load(path)["learner"]["w"], good["learner"]["w"])
+    assert not (tmp_path / "checkpoint.pt.tmp").exists()
+
+
+def test_full_disk_during_run_stops_cleanly_and_keeps_checkpoint(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.proc_utils import ROOT, env_for
+
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "800"], mark)
+    assert proc.returncode == 0, out[-3000:]
+    before = ckpt.load(run_dir / "checkpoint.pt")["counters"]["env_steps"]
+    # The same run resumed on a "disk" that takes files up to 12 MB: logs and shared memory fit
+    # (a small ring), a 27 MB checkpoint does not.
+    proc = subprocess.Popen([sys.executable, "mario_rl_optimized.py", *CATCH, "--run-dir", str(run_dir), "--resume",
+                             "--queue-capacity", "512", "--total-steps", "1000000000"], cwd=ROOT, env=env_for(mark),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_limit_file_size(12_000_000))
+    out, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 1, out[-3000:]
+    assert "[MAIN] Error: could not write checkpoint" in out and "previous checkpoint is untouched" in out
+    assert ckpt.load(run_dir / "checkpoint.pt")["counters"]["env_steps"] == before
+    assert not (run_dir / "checkpoint.pt.tmp").exists()
+    check_clean(proc, mark)
+
+
+def test_shared_memory_that_does_not_fit_is_a_clear_error():
+    from pipeline import shm
+
+    st = os.statvfs(shm.SHM_DIR)
+    with pytest.raises(shm.ShmError, match=r"does not fit in /dev/shm .*--shm-size"):
+        shm.create("too_big", st.f_bavail * st.f_frsize + 2**30)
+    assert not list(shm.SHM_DIR.glob(f"dqnrl_{os.getpid()}_too_big"))
+
+
+@pytest.mark.parametrize("flag", ["--resume", "--eval"])
+def test_corrupt_checkpoint_is_named_before_anything_starts(tmp_path, flag):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "checkpoint.pt").write_bytes(b"PK\x03\x04 truncated")
+    args = ["--env", "ALE/Pong-v5", "--run-dir", str(run_dir), "--resume"] if flag == "--resume" else \
+        ["--eval", str(run_dir)]
+    proc, out = run(args, uuid.uuid4().hex)
+    assert proc.returncode == 2 and "truncated or corrupt" in out and "checkpoint.pt" in out
+    assert "Traceback" not in out
+
+
+def test_resume_rejects_checkpoint_of_another_game(tmp_path):
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "600"], mark)
+    assert proc.returncode == 0, out[-3000:]
+    proc, out = run(["--env", "ALE/Breakout-v5", "--run-dir", str(run_dir), "--resume"], mark)
+    assert proc.returncode == 2
+    assert "checkpoint.pt" in out and "env='tests.catch_env:Catch-v0'" in out and "ALE/Breakout-v5" in out
