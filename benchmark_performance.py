@@ -297,7 +297,7 @@ LADDER = [
 LADDER_BASE = dict(env="ALE/Pong-v5", model_arch="nature", amp=False, compile=False, batch_size=32,
                    grad_accum_steps=1, replay_ratio=8.0, n_step=1, num_collectors=1, envs_per_collector=8)
 BENCH_RUN = dict(learning_starts=2_000, buffer_size=50_000, total_steps=10**12, checkpoint_interval=10**9,
-                 tensorboard=False, processor_log_interval=1e9, epoch_steps=500, seed=1)
+                 tensorboard=False, processor_log_interval=1e9, epoch_steps=10**9, seed=1)
 
 
 class RssPeak:
@@ -349,7 +349,7 @@ def _sync_row(kind: str, seconds: float, window_s: float) -> dict:
     from pipeline.learner import Learner
     from pipeline.replay import Replay
     from pipeline.rollout import Rollout
-    from wrappers import BatchedEnv, EnvOptions, make_env
+    from wrappers import BatchedEnv, make_env
 
     rss = RssPeak()
     torch.set_num_threads(os.cpu_count() or 1)
@@ -432,9 +432,10 @@ def _sync_row(kind: str, seconds: float, window_s: float) -> dict:
             "windows": len(rates)}
 
 
-def _pipeline_row(spec: dict, seconds: float) -> dict:
+def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     """Rows 4-8 and autotune trials: the real Trainer (collector processes, rings, consolidation,
-    replay, learner), stopped ``seconds`` after learning starts; windows are its epochs.
+    replay, learner), measured for ``seconds`` in time windows once the collectors run at the
+    learner's pace.
     ``spec`` is {"profile": True} (this machine's auto profile) or {"overrides": {...}}."""
     import tempfile
     import threading
@@ -453,27 +454,53 @@ def _pipeline_row(spec: dict, seconds: float) -> dict:
         validate(cfg, hw)
         trainer = Trainer(cfg, hw)
 
+        samples = []
+
+        def sample():
+            return (time.perf_counter(), trainer.env_steps(), trainer.learner.updates, trainer.update_s_total,
+                    trainer._collector_ns(), trainer.consolidator.drops())
+
         def stopper():
-            while trainer.stop_reason is None:
-                if getattr(trainer, "learner", None) is not None and trainer.learner.updates > 0:
-                    time.sleep(seconds)
-                    trainer.stop_reason = "benchmark"
-                time.sleep(0.1)
+            # Measure once the collectors have used up the head start the replay-ratio control
+            # gives them (they then run at the learner's pace), in time windows of window_s.
+            try:
+                per_update = cfg.effective_batch / cfg.replay_ratio
+                slack = max(2 * per_update, 4 * cfg.num_collectors * cfg.envs_per_collector, 1000)
+                while trainer.stop_reason is None and not (
+                        getattr(trainer, "learner", None) is not None and hasattr(trainer, "update_s_total")
+                        and trainer.env_steps() > cfg.learning_starts + 1.5 * slack):
+                    time.sleep(0.05)
+                time.sleep(window_s)  # one more window of warm-up
+                samples.append(sample())
+                t_end = samples[0][0] + seconds
+                while trainer.stop_reason is None and time.perf_counter() < t_end:
+                    time.sleep(window_s)
+                    samples.append(sample())
+            finally:
+                trainer.stop_reason = "benchmark"
         threading.Thread(target=stopper, daemon=True).start()
         try:
             trainer.train()
         finally:
             trainer.stop_workers()
             trainer.release()
-        rows = [json.loads(line) for line in open(os.path.join(tmp, "metrics.jsonl"))]
         bpt = trainer.replay.storage.bytes_per_transition()
-    learn = [r for r in rows if r["updates"] > 0][1:]  # first epoch with updates is warm-up
-    learn = learn[:-1] if len(learn) > 3 else learn  # the last one may be cut by the stop
-    med = lambda k: statistics.median(r[k] for r in learn)  # noqa: E731
+    if len(samples) < 2:
+        raise RuntimeError("the run ended before a measuring window")
+    win = []
+    for a, b in zip(samples, samples[1:]):
+        dt = b[0] - a[0]
+        coll = {k: (b[4][k] - a[4][k]) / 1e9 for k in a[4]}
+        ctot = max(sum(coll.values()), 1e-9)
+        win.append({"env_steps_per_s": (b[1] - a[1]) / dt, "updates_per_s": (b[2] - a[2]) / dt,
+                    "learner_busy": (b[3] - a[3]) / dt, "collector_queue_wait": coll["wait"] / ctot,
+                    "collector_throttled": coll["throttle"] / ctot})
+    med = lambda k: statistics.median(w[k] for w in win)  # noqa: E731
     return {"env_steps_per_s": med("env_steps_per_s"), "updates_per_s": med("updates_per_s"),
-            "samples_per_s": med("samples_per_s"), "learner_busy": med("learner_busy"),
+            "samples_per_s": med("updates_per_s") * cfg.effective_batch, "learner_busy": med("learner_busy"),
             "collector_wait": med("collector_queue_wait"), "collector_throttled": med("collector_throttled"),
-            "drops": rows[-1]["drops"], "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(), "windows": len(learn),
+            "drops": samples[-1][5] - samples[0][5], "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
+            "windows": len(win),
             "profile": name, "settings": {k: getattr(cfg, k) for k in (
                 "model_arch", "amp", "compile", "batch_size", "grad_accum_steps", "num_collectors",
                 "envs_per_collector", "replay_ratio", "learner_threads")}}
@@ -487,11 +514,11 @@ def _row_entry(mode, params, seconds, window_s, out_q):
             if mode == "sync":
                 res = _sync_row(params["kind"], seconds, window_s)
             elif mode == "profile":
-                res = _pipeline_row({"profile": True}, seconds)
+                res = _pipeline_row({"profile": True}, seconds, window_s)
             elif mode == "pipeline":
-                res = _pipeline_row({"overrides": {**LADDER_BASE, **params}}, seconds)
+                res = _pipeline_row({"overrides": {**LADDER_BASE, **params}}, seconds, window_s)
             else:  # "explicit": a complete set of overrides (autotune)
-                res = _pipeline_row({"overrides": params}, seconds)
+                res = _pipeline_row({"overrides": params}, seconds, window_s)
         out_q.put(res)
     except BaseException as e:
         import traceback
@@ -546,7 +573,7 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     chrome://tracing or https://ui.perfetto.dev)."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from config_optimized import build_config, detect_hardware
+    from config_optimized import build_config
     from models import build_model
     from pipeline.learner import Learner
     from pipeline.replay import Replay
@@ -609,7 +636,7 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
 
 
 # ----------------------------------------------------------------------------- autotune
-def autotune(seconds: float) -> dict:
+def autotune(seconds: float, quick: bool = False) -> dict:
     """Coordinate search over collector count, envs per collector, batch size and learner
     threads, each trial a short real run at replay ratio 8; the best becomes
     profiles/autotuned.json, which the auto profile then prefers."""
@@ -618,9 +645,9 @@ def autotune(seconds: float) -> dict:
     hw = detect_hardware()
     base_name = pick_profile(hw)
     best = {**scale_profile(base_name, hw), "learner_threads": 0}
-    grid = [("num_collectors", sorted({1, 2, max(1, hw.cores // 2)})),
-            ("envs_per_collector", [4, 8, 16]),
-            ("batch_size", [128, 256, 512]),
+    grid = [("num_collectors", [1] if quick else sorted({1, 2, max(1, hw.cores // 2)})),
+            ("envs_per_collector", [8, 16] if quick else [4, 8, 16]),
+            ("batch_size", [128, 256] if quick else [128, 256, 512]),
             ("learner_threads", [0, hw.cores])]
     trials, tried = [], {}
 
@@ -640,6 +667,7 @@ def autotune(seconds: float) -> dict:
             if (sc := score(cand)) > best_score * 1.03:  # within noise, keep the simpler setting
                 best, best_score = cand, sc
     AUTOTUNED_PROFILE.parent.mkdir(parents=True, exist_ok=True)
+    best = {k: v for k, v in best.items() if k != "learner_threads" or v}
     data = {"overrides": best, "based_on": base_name, "env_steps_per_s": best_score, "trials": trials,
             "machine": machine(), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     tmp = AUTOTUNED_PROFILE.with_suffix(".tmp")
@@ -714,9 +742,11 @@ def main(argv=None) -> int:
         profile_run(args.profile)
         return 0
     if args.autotune:
-        data = autotune(args.seconds or (8 if args.quick else 15))
+        from config_optimized import AUTOTUNED_PROFILE
+
+        data = autotune(args.seconds or (4 if args.quick else 15), args.quick)
         print(f"\nBest: {data['overrides']} at {data['env_steps_per_s']:,.0f} env steps/s; "
-              f"written to profiles/autotuned.json (python config_optimized.py shows it)")
+              f"written to {AUTOTUNED_PROFILE} (python config_optimized.py shows it; the auto profile uses it)")
         return 0
     nw = 3 if args.quick else 5
     seconds = args.seconds or (6 if args.quick else 20)

@@ -21,7 +21,9 @@ from wrappers.options import EnvOptions
 
 FRAME_BYTES = 84 * 84
 REPLAY_META_BYTES = 6          # action uint8 + reward float32 + flags uint8
-AUTOTUNED_PROFILE = Path(__file__).resolve().parent / "profiles" / "autotuned.json"
+# Written by `benchmark_performance.py --autotune`; DQN_AUTOTUNED_PROFILE points elsewhere (tests).
+AUTOTUNED_PROFILE = Path(os.environ.get("DQN_AUTOTUNED_PROFILE")
+                         or Path(__file__).resolve().parent / "profiles" / "autotuned.json")
 
 
 def doc(text: str, default, **kw):

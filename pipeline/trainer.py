@@ -47,14 +47,20 @@ class RunLog:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total_steps, initial=done_steps, unit="step", unit_scale=True,
-                            dynamic_ncols=True, smoothing=0.05)
+                            dynamic_ncols=True, smoothing=0.05, file=sys.stdout)
 
     def __call__(self, line: str) -> None:
         if self.bar is not None:
-            self.bar.write(line)
+            self.bar.write(line, file=sys.stdout)
         else:
             print(line, flush=True)
         self.file.write(line + "\n")
+
+    def start_at(self, steps: int) -> None:
+        """A resumed run's bar starts at its step count (and its rate counts from there)."""
+        if self.bar is not None:
+            self.bar.initial = self.bar.n = self.bar.last_print_n = steps
+            self.bar.refresh()
 
     def progress(self, steps: int) -> None:
         if self.bar is not None and steps > self.bar.n:
@@ -143,6 +149,7 @@ class Trainer:
         torch.set_rng_state(rng["torch"])
         random.setstate(rng["python"])
         self.replay.sampler.rng.bit_generator.state = rng["sampler"]
+        self.log.start_at(self.base_steps)
         self.log(f"[MAIN] Resumed {path}: {self.base_steps:,} agent steps, {self.learner.updates:,} updates, "
                  f"epoch {self.epoch}; the replay refills ({self.cfg.learning_starts:,} steps) before training goes on")
 
@@ -198,10 +205,10 @@ class Trainer:
         self.consolidator.start()
         t_start = self.t_start = time.monotonic()
         self.samples_trained_run = 0
+        self.update_s_total = 0.0  # seconds inside learner.update, for outside observers (benchmark)
         learn_start = self.base_steps + cfg.learning_starts
         spu = cfg.effective_batch
         next_epoch = (self.env_steps() // cfg.epoch_steps + 1) * cfg.epoch_steps
-        epoch_t = time.monotonic()
         acc = self._new_epoch_acc(t_start)
         last_health = 0.0
         prefetch_started = False
@@ -240,6 +247,7 @@ class Trainer:
             t2 = time.perf_counter()
             acc["wait_batch_s"] += t1 - t0
             acc["update_s"] += t2 - t1
+            self.update_s_total += t2 - t1
             if self.replay.sampler.prioritized:
                 for b, td in zip(batches, out["td_abs"]):
                     self.replay.update_priorities(b["stream"], b["pos"], td.float().cpu().numpy())

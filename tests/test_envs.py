@@ -130,7 +130,7 @@ def test_batched_atari_reports_reset_after_game_over():
     env = BatchedEnv("ALE/Pong-v5", EnvOptions(noop_max=0), 2)
     frames = env.reset(seed=0)
     assert frames.shape == (2, 84, 84) and frames.dtype == np.uint8
-    done_at = None
+    done_at = done_env = None
     for t in range(5000):
         st = env.step(np.zeros(2, np.int64))
         if done_at is not None:

@@ -1,0 +1,75 @@
+"""benchmark_performance.py as users run it: --quick gives the whole ladder and the components
+in under 3 minutes, as a table, JSON and a PNG; --profile writes traces; --autotune writes a
+profile that config_optimized.py then picks."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import cv2
+import pytest
+
+from tests.proc_utils import ROOT
+
+pytestmark = pytest.mark.slow
+
+ROW_KEYS = {"name", "env_steps_per_s", "speedup_vs_baseline", "updates_per_s", "samples_per_s",
+            "bytes_per_transition", "peak_rss_mb", "learner_busy", "collector_wait", "drops"}
+
+
+def _bench(*args, env=None, timeout=400):
+    t0 = time.time()
+    out = subprocess.run([sys.executable, "benchmark_performance.py", *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    return out, time.time() - t0
+
+
+def test_quick_ladder_and_components(tmp_path):
+    js, png = tmp_path / "bench.json", tmp_path / "ladder.png"
+    out, took = _bench("--quick", "--json", str(js), "--plot", str(png))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert took < 180, f"--quick took {took:.0f} s"
+    data = json.loads(js.read_text())
+    rows = data["rows"]
+    assert [r["name"][:2] for r in rows] == [f"{i}." for i in range(1, 9)]
+    measured = [r for r in rows if "skipped" not in r]
+    assert len(measured) >= 6 and all("error" not in r for r in rows), rows
+    for r in measured:
+        assert ROW_KEYS <= r.keys(), r
+        assert r["env_steps_per_s"] > 0 and r["samples_per_s"] > 0
+        # the replay ratio holds in every row: samples trained per env step stays near 8
+        assert 5 < r["samples_per_s"] / r["env_steps_per_s"] < 11, r
+    assert rows[0]["speedup_vs_baseline"] == 1.0
+    assert rows[0]["bytes_per_transition"] > 50_000 and rows[1]["bytes_per_transition"] < 7_200
+    assert {r["skipped"] for r in rows if "skipped" in r} <= {"skipped with --quick (compiling takes about a minute)"}
+    c = data["components"]
+    for key in ("queue", "queue_per_transition", "collector_overhead", "envs", "replay", "learner", "acting",
+                "learner_in_pipeline"):
+        assert key in c, key
+    assert {"cores", "cpu", "ram_gib", "gpu"} <= data["machine"].keys()
+    assert "| row | env steps/s |" in out.stdout and "Ring / mp.Queue" in out.stdout
+    assert cv2.imread(str(png)) is not None
+
+
+def test_profile_writes_traces_and_top_ops(tmp_path):
+    out, _ = _bench("--profile", str(tmp_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "top operations" in out.stdout and "aten::" in out.stdout
+    for name in ("trace_learner.json", "trace_collector.json"):
+        trace = json.loads((tmp_path / name).read_text())
+        assert trace["traceEvents"]
+
+
+def test_autotune_writes_a_profile_that_config_picks(tmp_path):
+    path = tmp_path / "autotuned.json"
+    env = {"DQN_AUTOTUNED_PROFILE": str(path)}
+    out, _ = _bench("--autotune", "--quick", "--seconds", "2", env=env, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    data = json.loads(path.read_text())
+    assert data["env_steps_per_s"] > 0 and len(data["trials"]) >= 3
+    shown = subprocess.run([sys.executable, "config_optimized.py"], cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, **env}, timeout=120)
+    assert f"Profile:  autotuned (from {path})" in shown.stdout
+    for key, value in data["overrides"].items():
+        assert f" {key} " in shown.stdout and f"= {value!r}" in shown.stdout
