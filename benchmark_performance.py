@@ -16,6 +16,7 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import queue
 import statistics
 import sys
 import time
@@ -144,34 +145,41 @@ def bench_replay(n_windows: int) -> dict:
 
 
 # ----------------------------------------------------------------------------- learner
-def bench_learner(n_windows: int, compile_rows: bool) -> list[dict]:
-    from config_optimized import Config
+def learner_updates_per_s(cfg, n_windows: int) -> float:
+    """Updates/s of the learner alone on one preloaded batch (accumulated grad_accum_steps times)."""
     from pipeline.learner import Learner
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    low = "fp16" if device.type == "cuda" else "bf16"
+    torch._dynamo.reset()
+    lrn = Learner(cfg, 4, 6, device)
+    bs, rng = cfg.batch_size, np.random.default_rng(0)
+    b = lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
+                       "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
+                       "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
+                       "discount": np.full(bs, 0.99, np.float32), "weights": None})
+
+    def rate():
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < 1.0:
+            lrn.update([b] * cfg.grad_accum_steps)
+            n += 1
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return n / (time.perf_counter() - t0)
+    return windows(rate, n_windows, warmup=3 if cfg.compile else 1)
+
+
+def bench_learner(n_windows: int, compile_rows: bool) -> list[dict]:
+    from config_optimized import Config
+
+    low = "fp16" if torch.cuda.is_available() else "bf16"
     rows = []
     for bs in (32, 256, 512):
         for amp in (False, True):
             for comp in ((False, True) if compile_rows else (False,)):
-                torch._dynamo.reset()
-                lrn = Learner(Config(batch_size=bs, amp=amp, compile=comp), 4, 6, device)
-                rng = np.random.default_rng(0)
-                b = lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                                   "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                                   "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
-                                   "discount": np.full(bs, 0.99, np.float32), "weights": None})
-
-                def rate():
-                    t0, n = time.perf_counter(), 0
-                    while time.perf_counter() - t0 < 1.0:
-                        lrn.update([b])
-                        n += 1
-                    if device.type == "cuda":
-                        torch.cuda.synchronize()
-                    return n * bs / (time.perf_counter() - t0)
+                ups = learner_updates_per_s(Config(batch_size=bs, amp=amp, compile=comp), n_windows)
                 rows.append({"batch": bs, "precision": low if amp else "fp32", "compile": comp,
-                             "samples_per_s": windows(rate, n_windows, warmup=2 if comp else 1)})
+                             "updates_per_s": ups, "samples_per_s": ups * bs})
     return rows
 
 
@@ -256,27 +264,12 @@ def bench_learner_in_pipeline(row: dict, n_windows: int) -> dict:
     """The learner alone, on preloaded batches, at the settings and thread count of a pipeline
     row: the ceiling that row's learner could reach."""
     from config_optimized import Config
-    from pipeline.learner import Learner
 
     st = row["settings"]
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) - st["num_collectors"]))
+    torch.set_num_threads(st["learner_threads"] or max(1, (os.cpu_count() or 2) - st["num_collectors"]))
     cfg = Config(model_arch=st["model_arch"], amp=st["amp"], compile=st["compile"], batch_size=st["batch_size"],
-                 grad_accum_steps=st["grad_accum_steps"])
-    lrn = Learner(cfg, 4, 6, torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-    bs = cfg.batch_size
-    rng = np.random.default_rng(0)
-    b = lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                       "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                       "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
-                       "discount": np.full(bs, 0.99, np.float32), "weights": None})
-
-    def rate():
-        t0, n = time.perf_counter(), 0
-        while time.perf_counter() - t0 < 1.0:
-            lrn.update([b] * cfg.grad_accum_steps)
-            n += 1
-        return n / (time.perf_counter() - t0)
-    alone = windows(rate, n_windows, warmup=3 if cfg.compile else 1)
+                 grad_accum_steps=st["grad_accum_steps"], channels_last=st["channels_last"])
+    alone = learner_updates_per_s(cfg, n_windows)
     return {"updates_per_s_alone": alone, "updates_per_s_in_pipeline": row["updates_per_s"],
             "ratio": row["updates_per_s"] / alone, "settings": st}
 
@@ -503,7 +496,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             "windows": len(win),
             "profile": name, "settings": {k: getattr(cfg, k) for k in (
                 "model_arch", "amp", "compile", "batch_size", "grad_accum_steps", "num_collectors",
-                "envs_per_collector", "replay_ratio", "learner_threads")}}
+                "envs_per_collector", "replay_ratio", "learner_threads", "channels_last")}}
 
 
 def _row_entry(mode, params, seconds, window_s, out_q):
@@ -532,7 +525,14 @@ def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0) -> d
     q = ctx.Queue()
     p = ctx.Process(target=_row_entry, args=(mode, params, seconds, window_s, q))
     p.start()
-    res = q.get()
+    while True:
+        try:
+            res = q.get(timeout=1.0)
+            break
+        except queue.Empty:
+            if not p.is_alive():  # died without a word (killed, out of memory, a crash in C)
+                res = {"error": f"the row's process exited with code {p.exitcode} before reporting"}
+                break
     p.join()
     return res
 
@@ -801,9 +801,10 @@ def print_components(c: dict) -> None:
     r = c["replay"]
     print(f"\nReplay: {r['bytes_per_transition']:,.0f} B/transition; "
           f"{r['batches_per_s_at_32']:,.0f} batches/s at 32, {r['batches_per_s_at_256']:,.0f} at 256")
-    print("\n| learner batch | precision | compile | samples/s |\n|---|---|---|---|")
+    print("\n| learner batch | precision | compile | updates/s | samples/s |\n|---|---|---|---|---|")
     for row in c["learner"]:
-        print(f"| {row['batch']} | {row['precision']} | {row['compile']} | {row['samples_per_s']:,.0f} |")
+        print(f"| {row['batch']} | {row['precision']} | {row['compile']} | {row['updates_per_s']:,.1f} "
+              f"| {row['samples_per_s']:,.0f} |")
     print("\n| acting batch | obs/s |\n|---|---|")
     for row in c["acting"]:
         print(f"| {row['batch']} | {row['obs_per_s']:,.0f} |")

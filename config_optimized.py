@@ -81,7 +81,7 @@ class Config:
     amp: bool = doc("mixed precision (bf16 autocast on CPU, fp16 + GradScaler on CUDA)", True)
     amp_dtype: str = doc("autocast dtype: auto, bf16 or fp16 (fp16 needs CUDA)", "auto")
     compile: bool = doc("torch.compile the learner's network", False)
-    channels_last: bool = doc("channels_last memory format for the convs (CUDA)", False)
+    channels_last: bool = doc("channels_last (NHWC) memory format for the convs (CUDA, and CPU bf16 via oneDNN)", False)
     learner_threads: int = doc("torch threads in the learner process; 0 = cores left after collectors", 0)
     # --- exploration
     eps_start: float = doc("epsilon at the first step", 1.0)
@@ -184,12 +184,13 @@ def resolve_device(requested: str, hw: Hardware) -> str:
 PROFILES: dict[str, dict] = {
     # 2-4 cores, no GPU (our developer and CI machines): one collector process on one core, the
     # learner (bf16 autocast where the CPU has bf16) on the other.
+    # channels_last: oneDNN's bf16 convolutions run ~15% faster on NHWC on AVX-512 CPUs.
     "cpu-small": dict(num_collectors=1, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
                       buffer_size=100_000, model_update_frequency=50, queue_capacity=4096,
-                      compile=False, amp=True, channels_last=False),
+                      compile=False, amp=True, channels_last=True),
     "cpu-large": dict(num_collectors=2, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
                       buffer_size=200_000, model_update_frequency=50, queue_capacity=4096,
-                      compile=False, amp=True, channels_last=False),
+                      compile=False, amp=True, channels_last=True),
     # Seed 004's tables: minimum (GTX 1060, 6 GB), recommended (RTX 3070, 8 GB+), optimal (4090/A100).
     "gpu-minimum": dict(num_collectors=2, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
                         buffer_size=100_000, model_update_frequency=5, queue_capacity=8192,

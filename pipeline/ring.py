@@ -57,6 +57,10 @@ class Ring:
         self.header = np.ndarray((HEADER_WORDS,), np.int64, buf, 0)
         self.frames = np.ndarray((capacity, *frame_shape), np.uint8, buf, offsets["frames"])
         self.arrays = {name: np.ndarray((capacity,), dt, buf, offsets[name]) for name, dt in FIELDS}
+        # Producer-side copies: head is only ever written by the producer, so it need not be read
+        # back from shared memory; tail is re-read only when the cached value says "full".
+        self._head: int | None = None
+        self._tail_seen = 0
 
     @classmethod
     def create(cls, tag: str, capacity: int, frame_shape=(84, 84)) -> "Ring":
@@ -80,10 +84,20 @@ class Ring:
     def free(self) -> int:
         return self.capacity - len(self)
 
+    def _has_room(self, n: int) -> bool:
+        if self._head is None:
+            self._head = int(self.header[HEAD])  # a restarted collector goes on where its predecessor stopped
+        if self.capacity - (self._head - self._tail_seen) >= n:
+            return True
+        self._tail_seen = int(self.header[TAIL])
+        return self.capacity - (self._head - self._tail_seen) >= n
+
     def push(self, frames: np.ndarray, **fields) -> None:
         """Write ``len(frames)`` records; the caller made sure they fit (``free()``)."""
         n = len(frames)
-        head = int(self.header[HEAD])
+        if self._head is None:
+            self._head = int(self.header[HEAD])
+        head = self._head
         start = head % self.capacity
         first = min(n, self.capacity - start)
         self.frames[start:start + first] = frames[:first]
@@ -94,18 +108,19 @@ class Ring:
             arr[start:start + first] = values[:first]
             if first < n:
                 arr[:n - first] = values[first:]
-        self.header[HEAD] = head + n  # publish last
+        self._head = head + n
+        self.header[HEAD] = self._head  # publish last
 
     def push_blocking(self, frames: np.ndarray, stop, drop: bool, **fields) -> bool:
         """Push, waiting for space (backpressure, wait time counted) or, with ``drop``, dropping
         the batch (counted). Returns False if the batch was dropped or ``stop()`` became true."""
         n = len(frames)
-        if self.free() < n:
+        if not self._has_room(n):
             if drop:
                 self.header[DROPS] += n
                 return False
             t0 = time.perf_counter_ns()
-            while self.free() < n:
+            while not self._has_room(n):
                 if stop():
                     return False
                 time.sleep(0.0005)
