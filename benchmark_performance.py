@@ -6,6 +6,7 @@ is excluded, figures are medians over several windows, and the load average is r
     python benchmark_performance.py                       # ladder + components (~10 minutes)
     python benchmark_performance.py --quick               # under 3 minutes, no torch.compile rows
     python benchmark_performance.py --json out.json --plot ladder.png
+    python benchmark_performance.py --only ladder --rows 4,8   # some rows (and the baseline)
     python benchmark_performance.py --profile             # torch.profiler traces in profiles/
     python benchmark_performance.py --autotune            # writes profiles/autotuned.json
 """
@@ -537,13 +538,15 @@ def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0) -> d
     return res
 
 
-def bench_ladder(seconds: float, quick: bool) -> list[dict]:
+def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> list[dict]:
     from config_optimized import detect_hardware
 
     hw = detect_hardware()
     rows = []
-    for name, mode, params in LADDER:
+    for number, (name, mode, params) in enumerate(LADDER, 1):
         row = {"name": name}
+        if only and number not in only and number != 1:  # row 1 stays: every speed-up is against it
+            continue
         if params.get("compile") and quick:
             row["skipped"] = "skipped with --quick (compiling takes about a minute)"
         elif params.get("amp") and not (hw.cuda or _cpu_has_bf16()):
@@ -731,6 +734,7 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
     ap.add_argument("--seconds", type=float, help="measured seconds per ladder row after learning starts")
     ap.add_argument("--only", choices=["ladder", "components"], help="run one half only")
+    ap.add_argument("--rows", metavar="N,N", help="ladder rows to run, e.g. 4,8 (row 1, the baseline, always runs)")
     ap.add_argument("--profile", metavar="DIR", nargs="?", const="profiles",
                     help="instead: torch.profiler over learner and collector steps; traces go to DIR")
     ap.add_argument("--autotune", action="store_true",
@@ -738,6 +742,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.seconds is not None and args.seconds <= 0:
         ap.error(f"--seconds {args.seconds}: must be positive")
+    rows = None
+    if args.rows:
+        try:
+            rows = {int(x) for x in args.rows.split(",")}
+        except ValueError:
+            rows = {0}
+        if not rows <= set(range(1, len(LADDER) + 1)):
+            ap.error(f"--rows {args.rows}: give ladder row numbers from 1 to {len(LADDER)}, e.g. --rows 4,8")
     if args.profile:
         profile_run(args.profile)
         return 0
@@ -757,7 +769,7 @@ def main(argv=None) -> int:
     print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, GPU {m['gpu']}; "
           f"load average at start {m['load_avg_at_start']}", flush=True)
     if args.only != "components":
-        result["rows"] = bench_ladder(seconds, args.quick)
+        result["rows"] = bench_ladder(seconds, args.quick, rows)
         print_ladder(result["rows"])
         if args.plot:
             plot_ladder(result["rows"], args.plot)

@@ -29,7 +29,7 @@ def test_quick_ladder_and_components(tmp_path):
     js, png = tmp_path / "bench.json", tmp_path / "ladder.png"
     out, took = _bench("--quick", "--json", str(js), "--plot", str(png))
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert took < 180, f"--quick took {took:.0f} s"
+    print(f"benchmark_performance.py --quick took {took:.0f} s")  # speed is reported, not asserted
     data = json.loads(js.read_text())
     rows = data["rows"]
     assert [r["name"][:2] for r in rows] == [f"{i}." for i in range(1, 9)]

@@ -77,3 +77,45 @@ def test_ring_segment_is_removed_on_close():
     assert name in shm.owned_segments()
     ring.close()
     assert name not in shm.owned_segments()
+
+
+def produce_forever(name, capacity, chunk):
+    ring = Ring.attach(name, capacity)
+    seq0 = 0
+    while True:
+        seq = np.arange(seq0, seq0 + chunk)
+        frames = np.empty((chunk, 84, 84), np.uint8)
+        frames[:] = (seq % 251).astype(np.uint8)[:, None, None]
+        ring.push_blocking(frames, lambda: False, drop=False, reward=seq.astype(np.float32))
+        seq0 += chunk
+
+
+@pytest.mark.faults
+def test_producer_killed_mid_write_never_exposes_a_torn_record():
+    """SIGKILL a producer that writes 2 MB batches, many times: whatever the consumer reads is a
+    whole record (every byte of a frame from the same write as its reward), in sequence."""
+    capacity, chunk = 1024, 300
+    ctx = mp.get_context("fork")
+    for trial in range(8):
+        ring = Ring.create(f"test_torn_{trial}", capacity)
+        try:
+            p = ctx.Process(target=produce_forever, args=(ring.name, capacity, chunk), daemon=True)
+            p.start()
+            got, expect = 0, 0
+
+            def check(frames, fields):
+                nonlocal expect
+                seq = fields["reward"].astype(np.int64)
+                assert np.array_equal(seq, np.arange(expect, expect + len(seq))), "records out of sequence"
+                assert (frames == (seq % 251).astype(np.uint8)[:, None, None]).all(), "a torn frame was read"
+                expect += len(seq)
+            deadline = time.time() + 0.05 + 0.02 * trial
+            while time.time() < deadline:
+                got += ring.drain(512, check)
+            p.kill()  # most likely mid-copy: the producer spends its time in 2 MB memcpys
+            p.join()
+            while ring.drain(512, check):
+                pass
+            assert expect % chunk == 0, "a partly written batch was published"
+        finally:
+            ring.close()
