@@ -25,11 +25,11 @@ def produce(name, n, chunk):
     ring.close()
 
 
-@pytest.mark.parametrize("method", ["spawn", "fork"])
-def test_every_record_arrives_once_in_order(method):
-    ring = Ring.create(f"test_ring_{method}", CAPACITY)
+@pytest.mark.parametrize("method,chunk", [("spawn", CHUNK), ("fork", CHUNK), ("fork", 1)])
+def test_every_record_arrives_once_in_order(method, chunk):
+    ring = Ring.create(f"test_ring_{method}_{chunk}", CAPACITY)
     try:
-        proc = mp.get_context(method).Process(target=produce, args=(ring.name, N_RECORDS, CHUNK))
+        proc = mp.get_context(method).Process(target=produce, args=(ring.name, N_RECORDS, chunk))
         proc.start()
         got_reward, got_frames = [], []
 
@@ -43,7 +43,7 @@ def test_every_record_arrives_once_in_order(method):
             if received % 1000 < 13:
                 # Let the ring fill up now and then, so the producer must wait for space.
                 deadline = time.monotonic() + 10
-                while ring.free() >= CHUNK and proc.is_alive() and time.monotonic() < deadline:
+                while ring.free() >= chunk and proc.is_alive() and time.monotonic() < deadline:
                     time.sleep(0.001)
             received += ring.drain(13, sink)
             assert proc.exitcode in (None, 0)
