@@ -95,15 +95,11 @@ def bench_queue(n: int, batch: int = 8) -> dict:
 def bench_vector_envs(n_windows: int, num_envs: int = 8) -> dict:
     """Agent steps/s of ale-py's C++ AtariVectorEnv (what collectors use) against gymnasium's
     SyncVectorEnv over single envs with the same preprocessing (Pong, random actions)."""
-    import gymnasium as gym
+    from wrappers import BatchedEnv, EnvOptions
 
-    from wrappers import BatchedEnv, EnvOptions, make_single_frame_env
-
-    opts = EnvOptions()
-    native = BatchedEnv("ALE/Pong-v5", opts, num_envs)
+    native = BatchedEnv("ALE/Pong-v5", EnvOptions(), num_envs)
     native.reset(seed=0)
-    sync = gym.vector.SyncVectorEnv([lambda: make_single_frame_env("ALE/Pong-v5", opts) for _ in range(num_envs)],
-                                    autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+    sync = BatchedEnv("ALE/Pong-v5", EnvOptions(), num_envs, native=False)
     sync.reset(seed=0)
     rng = np.random.default_rng(0)
 

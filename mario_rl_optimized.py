@@ -44,12 +44,10 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ConfigError(f"--eval-epsilon {args.eval_epsilon}: must be in [0, 1]")
     if args.video and Path(args.video).suffix.lower() != ".mp4":
         raise ConfigError(f"--video {args.video!r}: give a path ending in .mp4")
-    from pipeline.checkpoint import load
-
-    state = load(args.eval)  # corrupt or foreign files fail here with the file named
+    # a corrupt or foreign checkpoint fails inside, with the file named, before any env starts
     res = evaluate(args.eval, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,
                    epsilon=args.eval_epsilon)
-    print(res.summary(state["meta"]["env"]), flush=True)
+    print(res.summary(), flush=True)
     if args.video:
         print(f"[EVAL] video of episode 1: {args.video}", flush=True)
     return 0

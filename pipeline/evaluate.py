@@ -18,14 +18,15 @@ from . import checkpoint as ckpt
 
 @dataclasses.dataclass
 class EvalResult:
+    env_id: str
     returns: list[float]
     lengths: list[int]
     distances: list[float]
     flags: list[bool]
 
-    def summary(self, env_id: str) -> str:
+    def summary(self) -> str:
         n = len(self.returns)
-        s = (f"[EVAL] {env_id}: {n} episodes, return mean {statistics.fmean(self.returns):.2f}, "
+        s = (f"[EVAL] {self.env_id}: {n} episodes, return mean {statistics.fmean(self.returns):.2f}, "
              f"median {statistics.median(self.returns):.2f}, min {min(self.returns):.2f}, max {max(self.returns):.2f}, "
              f"length mean {statistics.fmean(self.lengths):.0f}")
         if self.distances:
@@ -60,7 +61,7 @@ class VideoWriter:
 def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
              epsilon: float = 0.0, max_steps: int = 27_000, log=print) -> EvalResult:
     from wrappers import make_env
-    from wrappers.registry import is_pixel_id
+    from wrappers.registry import is_mario, is_pixel_id
 
     state = ckpt.load(checkpoint)
     cfg = Config(**{k: v for k, v in state["config"].items() if k in {f.name for f in dataclasses.fields(Config)}})
@@ -77,8 +78,8 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
     fps = env.metadata.get("render_fps", 15) if is_pixel_id(cfg.env) else 60 / max(1, cfg.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
-    mario = cfg.env.startswith("SuperMarioBros")
-    res = EvalResult([], [], [], [])
+    mario = is_mario(cfg.env)
+    res = EvalResult(cfg.env, [], [], [], [])
     try:
         for ep in range(episodes):
             obs, info = env.reset(seed=seed + ep)

@@ -58,9 +58,10 @@ class Ring:
         self.frames = np.ndarray((capacity, *frame_shape), np.uint8, buf, offsets["frames"])
         self.arrays = {name: np.ndarray((capacity,), dt, buf, offsets[name]) for name, dt in FIELDS}
         # Producer-side copies: head is only ever written by the producer, so it need not be read
-        # back from shared memory; tail is re-read only when the cached value says "full".
-        self._head: int | None = None
-        self._tail_seen = 0
+        # back from shared memory; tail is re-read only when the cached value says "full". A
+        # restarted collector attaches and goes on where its predecessor stopped.
+        self._head = int(self.header[HEAD])
+        self._tail_seen = int(self.header[TAIL])
 
     @classmethod
     def create(cls, tag: str, capacity: int, frame_shape=(84, 84)) -> "Ring":
@@ -85,8 +86,6 @@ class Ring:
         return self.capacity - len(self)
 
     def _has_room(self, n: int) -> bool:
-        if self._head is None:
-            self._head = int(self.header[HEAD])  # a restarted collector goes on where its predecessor stopped
         if self.capacity - (self._head - self._tail_seen) >= n:
             return True
         self._tail_seen = int(self.header[TAIL])
@@ -95,8 +94,6 @@ class Ring:
     def push(self, frames: np.ndarray, **fields) -> None:
         """Write ``len(frames)`` records; the caller made sure they fit (``free()``)."""
         n = len(frames)
-        if self._head is None:
-            self._head = int(self.header[HEAD])
         head = self._head
         start = head % self.capacity
         if n == 1:  # one record (an unbatched producer): item stores cost a third of slice stores

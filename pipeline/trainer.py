@@ -23,6 +23,7 @@ import torch
 
 from config_optimized import Config, Hardware, resolve_device
 from models.weights import flat_size
+from wrappers.registry import is_mario
 
 from . import checkpoint as ckpt
 from . import shm
@@ -40,13 +41,13 @@ class RunLog:
     """Prints log lines and appends them to <run_dir>/train.log. In a terminal a progress bar
     over total_steps stays under the log lines; piped output gets the plain lines only."""
 
-    def __init__(self, run_dir: Path, total_steps: int, done_steps: int = 0):
+    def __init__(self, run_dir: Path, total_steps: int):
         self.file = open(run_dir / "train.log", "a", buffering=1)
         self.bar = None
         if sys.stdout.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total_steps, initial=done_steps, unit="step", unit_scale=True,
+            self.bar = tqdm(total=total_steps, unit="step", unit_scale=True,
                             dynamic_ncols=True, smoothing=0.05, file=sys.stdout)
 
     def __call__(self, line: str) -> None:
@@ -285,7 +286,7 @@ class Trainer:
         dt = max(now - acc["t"], 1e-9)
         eps_stats = list(self.consolidator.episodes)[-20:]
         ret = statistics.fmean(e[0] for e in eps_stats) if eps_stats else None
-        mario = cfg.env.startswith("SuperMarioBros")
+        mario = is_mario(cfg.env)
         dist = statistics.fmean(e[2] for e in eps_stats) if eps_stats and mario else None
         loss = statistics.fmean(acc["loss"]) if acc["loss"] else None
         td = statistics.fmean(acc["td"]) if acc["td"] else None
@@ -293,6 +294,7 @@ class Trainer:
         buf = len(self.replay)
         sps = (steps - acc["steps"]) / dt
         ups = (self.learner.updates - acc["updates"]) / dt
+        samples_ps = ups * cfg.effective_batch
         fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
         length = statistics.fmean(e[1] for e in eps_stats) if eps_stats else None
         tail = f"Distance: {fmt(dist, '.1f')}" if mario else f"Length: {fmt(length, '.0f')}"
@@ -302,7 +304,7 @@ class Trainer:
         cns = {k: (coll[k] - acc["coll"][k]) / 1e9 / max(1, cfg.num_collectors) for k in coll}
         ctot = max(sum(cns.values()), 1e-9)
         busy = acc["update_s"] / dt
-        self.log(f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * cfg.effective_batch:,.0f} samples/s | "
+        self.log(f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {samples_ps:,.0f} samples/s | "
                  f"learner: update {100 * busy:.0f}%, wait-batch {100 * acc['wait_batch_s'] / dt:.0f}%, "
                  f"idle {100 * acc['idle_s'] / dt:.0f}% | consolidation {100 * (self.consolidator.busy_s - acc['cons_s']) / dt:.0f}% | "
                  f"collectors: env {100 * cns['step'] / ctot:.0f}%, act {100 * cns['act'] / ctot:.0f}%, "
@@ -310,7 +312,7 @@ class Trainer:
         row = {"epoch": self.epoch, "env_steps": steps, "updates": self.learner.updates,
                "wall_s": round(self.wall_offset + now - t_start, 3), "loss": loss, "td_error": td, "epsilon": eps,
                "return_mean": ret, "length_mean": length, "episodes": self.base_episodes + self.consolidator.episodes_total,
-               "buffer": buf, "drops": self.consolidator.drops(), "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * cfg.effective_batch,
+               "buffer": buf, "drops": self.consolidator.drops(), "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": samples_ps,
                "samples_trained": self.samples_trained, "learner_busy": busy,
                "collector_queue_wait": cns["wait"] / ctot, "collector_throttled": cns["throttle"] / ctot}
         if mario:
@@ -422,7 +424,6 @@ def _write_curve(trainer: Trainer) -> None:
     from .curves import plot_learning_curve
 
     try:
-        trainer.metrics.jsonl.flush()
         trainer.log(f"[MAIN] Learning curve {plot_learning_curve(trainer.run_dir)}")
     except Exception as e:  # a plot must never cost the run its clean shutdown
         trainer.log(f"[MAIN] Could not draw the learning curve: {type(e).__name__}: {e}")

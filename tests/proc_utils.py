@@ -48,13 +48,13 @@ def segments(pid):
     return list(Path("/dev/shm").glob(f"dqnrl_{pid}_*"))
 
 
-def start(args, mark):
+def start(args, mark, preexec_fn=None):
     return subprocess.Popen([sys.executable, "mario_rl_optimized.py", *args], cwd=ROOT, env=env_for(mark),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=preexec_fn)
 
 
-def run(args, mark, timeout=240):
-    proc = start(args, mark)
+def run(args, mark, timeout=240, preexec_fn=None):
+    proc = start(args, mark, preexec_fn)
     out, _ = proc.communicate(timeout=timeout)
     return proc, out
 

@@ -30,6 +30,7 @@ def is_pixel_id(env_id: str) -> bool:
     return ":" in env_id
 
 
+@lru_cache(maxsize=None)  # make_env checks every env it builds; building one to check it once is enough
 def _check_pixel_env(env_id: str) -> str:
     module = env_id.split(":")[0]
     try:
