@@ -9,10 +9,13 @@ is excluded, figures are medians over several windows, and the load average is r
     python benchmark_performance.py --only ladder --rows 4,8   # some rows (and the baseline)
     python benchmark_performance.py --profile             # torch.profiler traces in profiles/
     python benchmark_performance.py --autotune            # writes profiles/autotuned.json
+    python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --vs-baseline --json tts.json --plot tts.png
+    python benchmark_performance.py --time-to-score --quick   # the catch game, a few minutes
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing as mp
 import os
@@ -636,8 +639,9 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
 
 # ----------------------------------------------------------------------------- autotune
 def autotune(seconds: float, quick: bool = False) -> dict:
-    """Coordinate search over collector count, envs per collector, batch size and learner
-    threads, each trial a short real run at replay ratio 8; the best becomes
+    """Coordinate search over the system's knobs (collector count, envs per collector, learner
+    threads; never the batch size, which changes what is learned per update), each trial a
+    short real run at the default replay ratio; the best becomes
     profiles/autotuned.json, which the auto profile then prefers."""
     from config_optimized import AUTOTUNED_PROFILE, detect_hardware, pick_profile, scale_profile
 
@@ -646,7 +650,6 @@ def autotune(seconds: float, quick: bool = False) -> dict:
     best = {**scale_profile(base_name, hw), "learner_threads": 0}
     grid = [("num_collectors", [1] if quick else sorted({1, 2, max(1, hw.cores // 2)})),
             ("envs_per_collector", [8, 16] if quick else [4, 8, 16]),
-            ("batch_size", [128, 256] if quick else [128, 256, 512]),
             ("learner_threads", [0, hw.cores])]
     trials, tried = [], {}
 
@@ -673,6 +676,189 @@ def autotune(seconds: float, quick: bool = False) -> dict:
     tmp.write_text(json.dumps(data, indent=2))
     os.replace(tmp, AUTOTUNED_PROFILE)
     return data
+
+
+# ----------------------------------------------------------------------------- time to score
+# Milestones are reporting marks, not training settings: the run itself never sees them.
+MILESTONES = {"ALE/Pong-v5": (-15, -10, 0, 10, 18), "ALE/Pong-v4": (-15, -10, 0, 10, 18)}
+# --time-to-score --quick: the test suite's catch game, sized to reach its target in a few minutes.
+QUICK_SCORE = {"target": 0.5, "minutes": 4.0, "milestones": (-0.5, 0.0, 0.5),
+               "train": ["--env", "tests.catch_env:Catch-v0", "--learning-starts", "500", "--buffer-size", "20000",
+                         "--envs-per-collector", "4", "--batch-size", "32", "--replay-ratio", "4", "--lr", "1e-3",
+                         "--target-update-interval", "100", "--eps-decay-steps", "4000", "--eps-end", "0.02",
+                         "--epoch-steps", "1000", "--checkpoint-interval", "1000"]}
+# The ladder's row 1 algorithm (CleanRL's dqn_atari): Nature DQN in fp32, batch 32 every 4 agent
+# steps, plain (not Double) DQN with 1-step targets, the target synced every 1,000 agent steps
+# (250 updates), lr 1e-4, no gradient clipping; one env, acting and training in turn in one process.
+BASELINE_RECIPE = dict(model_arch="nature", amp=False, compile=False, channels_last=False, batch_size=32,
+                       grad_accum_steps=1, replay_ratio=8.0, target_update_interval=250, lr=1e-4, n_step=1,
+                       double_dqn=False, max_grad_norm=0.0, dueling=False, prioritized=False,
+                       num_collectors=1, envs_per_collector=1)
+
+
+def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
+    """The baseline recipe for cfg.time_limit minutes, writing episodes.jsonl rows the way the
+    trainer does, so both runs are scored by the same ScoreTracker."""
+    import contextlib
+
+    try:
+        from config_optimized import Config
+        from pipeline.episodes import EPISODES_NAME, Episode, ScoreTracker, episode_row
+        from pipeline.learner import Learner
+        from pipeline.replay import Replay
+        from pipeline.ring import EP_END, FLAG_GET
+        from pipeline.rollout import Rollout
+        from wrappers import BatchedEnv
+
+        cfg = Config(**cfg_dict)
+        torch.set_num_threads(os.cpu_count() or 1)  # one process: it may use every core
+        torch.manual_seed(cfg.seed)
+        env = BatchedEnv(cfg.env, cfg.env_options(), 1, native=False)
+        learner = Learner(cfg, cfg.frame_stack, env.n_actions, torch.device("cpu"))
+        replay = Replay(cfg.buffer_size, 1, 1, cfg.frame_stack, cfg.n_step, cfg.gamma, seed=cfg.seed)
+        rollout = Rollout(env, learner.model, cfg.frame_stack, cfg.clip_rewards, cfg.seed)
+        tracker = ScoreTracker([cfg.target_score] if cfg.target_score is not None else [], metric=cfg.score_metric)
+        t0, steps, trained = time.monotonic(), 0, 0
+        with open(os.path.join(run_dir, EPISODES_NAME), "w", buffering=1) as f, \
+                contextlib.redirect_stdout(open(os.devnull, "w")):
+            while time.monotonic() - t0 < cfg.time_limit * 60 and steps < cfg.total_steps:
+                frac = min(1.0, steps / max(1, cfg.eps_decay_steps))
+                learner.model.eval()  # act on running statistics, as the collectors do
+                frames, fields, live, _ = rollout.step(cfg.eps_start + frac * (cfg.eps_end - cfg.eps_start))
+                replay.writer.write(0, frames, fields)
+                steps += live
+                while steps >= cfg.learning_starts and (steps - cfg.learning_starts) * cfg.replay_ratio - trained >= cfg.batch_size:
+                    learner.update([learner.to_device(replay.sample(cfg.batch_size))])
+                    trained += cfg.batch_size
+                for i in map(int, np.flatnonzero(fields["flags"] & EP_END)):
+                    ep = Episode(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
+                                 bool(fields["flags"][i] & FLAG_GET), steps, time.monotonic())
+                    row = episode_row(ep, ep.t - t0, learner.updates, trained)
+                    f.write(json.dumps(row) + "\n")
+                    if tracker.add_row(row):
+                        break
+                if tracker.reached:
+                    break
+        env.close()
+        out_q.put({"env_steps": steps, "updates": learner.updates, "samples_trained": trained,
+                   "wall_s": time.monotonic() - t0})
+    except BaseException as e:
+        import traceback
+
+        out_q.put({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
+
+
+def run_baseline(cfg, run_dir: str) -> dict:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_baseline_entry, args=(dataclasses.asdict(cfg), run_dir, q))
+    p.start()
+    while True:
+        try:
+            res = q.get(timeout=1.0)
+            break
+        except queue.Empty:
+            if not p.is_alive():
+                res = {"error": f"the baseline's process exited with code {p.exitcode} before reporting"}
+                break
+    p.join()
+    return res
+
+
+def time_to_score(train_args: list[str], target: float, minutes: float, milestones, runs_dir: str,
+                  vs_baseline: bool) -> dict:
+    """Train through the real pipeline (mario_rl_optimized.py, as a user runs it) until the mean
+    score of the last 20 whole games reaches ``target`` or ``minutes`` pass; optionally the
+    baseline recipe for the same time. Each run is scored from its episodes.jsonl."""
+    import subprocess
+
+    from config_optimized import ConfigError, build_config, validate
+    from mario_rl_optimized import parse_args
+    from pipeline.episodes import read_episodes, score_run
+
+    args = parse_args(train_args)
+    cfg, hw, profile = build_config(args)
+    for w in validate(cfg, hw):
+        print(f"[MAIN] Warning: {w}", flush=True)
+    if args.run_dir is not None or args.target_score is not None or args.time_limit is not None:
+        raise ConfigError("give the run folder, target and time as --runs-dir, --target and --minutes of "
+                          "--time-to-score, not as training options")
+    marks = sorted({*(milestones or MILESTONES.get(cfg.env, ())), target})
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    runs = []
+    pipeline_dir = os.path.join(runs_dir, f"tts-{stamp}-pipeline")
+    cmd = [sys.executable, "mario_rl_optimized.py", *train_args, "--run-dir", pipeline_dir,
+           "--target-score", str(target), "--time-limit", str(minutes)]
+    print(f"[TTS] pipeline ({profile} profile): {' '.join(cmd[1:])}", flush=True)
+    code = subprocess.call(cmd, cwd=os.path.dirname(os.path.abspath(__file__)))
+    if code != 0:
+        raise RuntimeError(f"the training run exited with code {code}; its log is {pipeline_dir}/train.log")
+    runs.append({"name": "pipeline (defaults" + (": " + " ".join(train_args) if train_args else "") + ")",
+                 "run_dir": pipeline_dir, "profile": profile, "settings": dataclasses.asdict(cfg)})
+    if vs_baseline:
+        base_dir = os.path.join(runs_dir, f"tts-{stamp}-baseline")
+        os.makedirs(base_dir, exist_ok=True)
+        base_cfg = dataclasses.replace(cfg, **BASELINE_RECIPE, target_score=target, time_limit=minutes,
+                                       run_dir=base_dir, buffer_size=min(cfg.buffer_size, 1_000_000))
+        print(f"[TTS] baseline recipe for up to {minutes:g} min: {BASELINE_RECIPE}", flush=True)
+        res = run_baseline(base_cfg, base_dir)
+        if "error" in res:
+            raise RuntimeError(f"the baseline failed: {res['error']}\n{res.get('traceback', '')}")
+        runs.append({"name": "baseline (row 1's recipe, one process)", "run_dir": base_dir, "profile": None,
+                     "settings": dataclasses.asdict(base_cfg)})
+    for run in runs:
+        rows = read_episodes(run["run_dir"])
+        run["score"], run["curve"] = score_run(rows, marks, metric=cfg.score_metric)
+        last = rows[-1] if rows else {}
+        run["reached"] = run["score"]["milestones"][marks.index(target)].get("minutes") is not None
+        run["minutes_to_target"] = run["score"]["milestones"][marks.index(target)].get("minutes")
+        run["totals_at_last_game"] = {k: last.get(k) for k in ("wall_s", "env_steps", "updates", "samples_trained")}
+    return {"env": cfg.env, "target": target, "minutes_limit": minutes, "metric": cfg.score_metric,
+            "window": runs[0]["score"]["window"], "milestones": marks, "runs": runs, "machine": machine()}
+
+
+def print_time_to_score(res: dict) -> None:
+    marks = res["milestones"]
+    print(f"\nTime to score: {res['env']}, mean {res['metric']} of the last {res['window']} games, target "
+          f"{res['target']:g}, limit {res['minutes_limit']:g} min (minutes / agent steps when first reached)")
+    print("| run | " + " | ".join(f"{m:g}" for m in marks) + " | best | agent steps | updates | samples trained |")
+    print("|---" * (len(marks) + 5) + "|")
+    for run in res["runs"]:
+        cells = [f"{m['minutes']:.1f} min / {m['env_steps']:,}" if m.get("minutes") is not None else "-"
+                 for m in run["score"]["milestones"]]
+        t = run["totals_at_last_game"]
+        best = run["score"]["best_mean"]
+        print(f"| {run['name']} | " + " | ".join(cells) + f" | {'n/a' if best is None else format(best, '.2f')} "
+              f"| {t.get('env_steps') or 0:,} | {t.get('updates') or 0:,} | {t.get('samples_trained') or 0:,} |")
+
+
+def plot_time_to_score(res: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    from pipeline.curves import format_steps
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for run in res["runs"]:
+        if run["curve"]:
+            minutes, steps, mean = zip(*run["curve"])
+            axes[0].plot(minutes, mean, label=run["name"])
+            axes[1].plot(steps, mean, label=run["name"])
+    for ax, xl in zip(axes, ("wall clock (minutes)", "agent steps")):
+        ax.axhline(res["target"], color="gray", ls="--", lw=1)
+        ax.set_xlabel(xl)
+        ax.set_ylabel(f"mean {res['metric']}, last {res['window']} games")
+        ax.grid(alpha=0.3)
+    axes[1].xaxis.set_major_formatter(FuncFormatter(format_steps))
+    axes[0].legend(fontsize=8)
+    m = res["machine"]
+    fig.suptitle(f"Time to score, {res['env']} ({m['cpu']}, {m['cores']} cores, GPU {m['gpu']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 # ----------------------------------------------------------------------------- output
@@ -724,7 +910,7 @@ def machine() -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Measure what each optimization buys on this machine: the ladder "
-                                             "of seed 002 plus component benchmarks, in one run.")
+                                             "of seed 002 plus component benchmarks, in one run.", allow_abbrev=False)
     ap.add_argument("--quick", action="store_true", help="short windows, no torch.compile rows (under 3 minutes)")
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
@@ -735,7 +921,23 @@ def main(argv=None) -> int:
                     help="instead: torch.profiler over learner and collector steps; traces go to DIR")
     ap.add_argument("--autotune", action="store_true",
                     help="instead: search collector/env/batch/thread settings and write profiles/autotuned.json")
-    args = ap.parse_args(argv)
+    tts = ap.add_argument_group("time to score (--time-to-score [options] [training options of mario_rl_optimized.py])")
+    tts.add_argument("--time-to-score", action="store_true",
+                     help="instead: train with the defaults (plus any training options given) until the mean score of "
+                          "the last 20 games reaches --target, and report minutes and agent steps at milestones")
+    tts.add_argument("--target", type=float, help="score to reach (default 18 for Pong; 0.5 with --quick)")
+    tts.add_argument("--minutes", type=float, help="wall-clock limit per run (default 60; 4 with --quick)")
+    tts.add_argument("--milestones", metavar="A,B,...", help="scores to time on the way (Pong: -15,-10,0,10,18)")
+    tts.add_argument("--vs-baseline", action="store_true",
+                     help="also run the ladder's baseline recipe (row 1) for the same time; both curves on one plot")
+    tts.add_argument("--runs-dir", default="runs", help="where the time-to-score runs' folders go")
+    args, train_args = ap.parse_known_args(argv)
+    if args.time_to_score:
+        if args.profile:  # with --time-to-score, --profile NAME is the training profile
+            train_args = ["--profile", args.profile, *train_args]
+        return main_time_to_score(args, train_args, ap)
+    if train_args:
+        ap.error(f"unrecognized arguments: {' '.join(train_args)} (training options go with --time-to-score only)")
     if args.seconds is not None and args.seconds <= 0:
         ap.error(f"--seconds {args.seconds}: must be positive")
     rows = None
@@ -790,6 +992,37 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2, default=str)
+        print(f"JSON: {args.json}")
+    return 0
+
+
+def main_time_to_score(args, train_args: list[str], ap) -> int:
+    from config_optimized import ConfigError
+
+    if args.quick:
+        train_args = [*QUICK_SCORE["train"], *train_args]
+    target = args.target if args.target is not None else (QUICK_SCORE["target"] if args.quick else 18.0)
+    minutes = args.minutes if args.minutes is not None else (QUICK_SCORE["minutes"] if args.quick else 60.0)
+    if minutes <= 0:
+        ap.error(f"--minutes {minutes}: must be positive")
+    marks = QUICK_SCORE["milestones"] if args.quick else None
+    if args.milestones:
+        try:
+            marks = [float(x) for x in args.milestones.split(",")]
+        except ValueError:
+            ap.error(f"--milestones {args.milestones!r}: give scores separated by commas, e.g. -15,-10,0,10,18")
+    try:
+        res = time_to_score(train_args, target, minutes, marks, args.runs_dir, args.vs_baseline)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print_time_to_score(res)
+    if args.plot:
+        plot_time_to_score(res, args.plot)
+        print(f"\nCurves: {args.plot}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=2, default=str)
         print(f"JSON: {args.json}")
     return 0
 

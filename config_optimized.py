@@ -21,6 +21,13 @@ from wrappers.options import EnvOptions
 
 FRAME_BYTES = 84 * 84
 REPLAY_META_BYTES = 6          # action uint8 + reward float32 + flags uint8
+# Private memory of one collector process (python, torch, model, 8 envs): 318 MB anonymous RSS
+# measured for Pong on an AMD EPYC, ~300 MB reported for Mario; rounded up. Shared libraries are
+# mapped once for all processes and not counted.
+COLLECTOR_BYTES = 350 * 2**20
+# The rings and the weight seqlock publish with plain stores and rely on the CPU keeping them in
+# program order, which x86-64 (TSO) does and arm64 does not.
+TSO_MACHINES = ("x86_64", "amd64", "i386", "i686", "x86")
 # Written by `benchmark_performance.py --autotune`; DQN_AUTOTUNED_PROFILE points elsewhere (tests).
 AUTOTUNED_PROFILE = Path(os.environ.get("DQN_AUTOTUNED_PROFILE")
                          or Path(__file__).resolve().parent / "profiles" / "autotuned.json")
@@ -60,7 +67,7 @@ class Config:
     apex_epsilon: bool = doc("spread epsilon over envs Ape-X style (eps_i = 0.4^(1+7i/(N-1))) instead of one schedule", False)
     # --- replay
     buffer_size: int = doc("replay capacity in transitions (each 84x84 frame stored once)", 100_000)
-    learning_starts: int = doc("agent steps collected before the first update", 20_000)
+    learning_starts: int = doc("agent steps collected before the first update", 10_000)
     n_step: int = doc("n-step return length", 3)
     gamma: float = doc("discount factor", 0.99)
     prioritized: bool = doc("prioritized replay (Schaul et al. 2016) instead of uniform", False)
@@ -72,25 +79,33 @@ class Config:
     dueling: bool = doc("dueling Q head", False)
     batch_size: int = doc("samples per micro-batch", 32)
     grad_accum_steps: int = doc("micro-batches accumulated per optimizer step (effective batch = batch_size x this)", 1)
-    replay_ratio: float = doc("samples trained per agent step, enforced both ways (8 = batch 32 every 4 steps)", 8.0)
+    replay_ratio: float = doc("samples trained per agent step, enforced both ways (4 = batch 32 every 8 steps)", 4.0)
     lr: float = doc("Adam learning rate", 1e-4)
     adam_eps: float = doc("Adam epsilon", 1.5e-4)
     max_grad_norm: float = doc("gradient-norm clip; 0 disables", 10.0)
-    target_update_interval: int = doc("optimizer steps between target-network syncs", 1000)
+    target_update_interval: int = doc("optimizer steps between target-network syncs", 500)
     double_dqn: bool = doc("Double DQN targets", True)
     amp: bool = doc("mixed precision (bf16 autocast on CPU, fp16 + GradScaler on CUDA)", True)
     amp_dtype: str = doc("autocast dtype: auto, bf16 or fp16 (fp16 needs CUDA)", "auto")
     compile: bool = doc("torch.compile the learner's network", False)
     channels_last: bool = doc("channels_last (NHWC) memory format for the convs (CUDA, and CPU bf16 via oneDNN)", False)
-    learner_threads: int = doc("torch threads in the learner process; 0 = cores left after collectors", 0)
+    learner_threads: int = doc("torch threads in the learner process; 0 = the profile's choice (cpu-small: all "
+                               "cores, others: cores left after collectors)", 0)
     # --- exploration
     eps_start: float = doc("epsilon at the first step", 1.0)
     eps_end: float = doc("epsilon after the decay", 0.01)
-    eps_decay_steps: int = doc("agent steps over which epsilon decays linearly", 250_000)
+    eps_decay_steps: int = doc("agent steps over which epsilon decays linearly", 100_000)
+    # --- when to stop besides total_steps
+    target_score: float | None = doc("stop once the mean score of the last 20 whole games reaches this (time to score); "
+                              "unset = never", None, type=float)
+    score_metric: str = doc("what --target-score is measured in: return (raw, unclipped) or distance (Mario)", "return")
+    time_limit: float = doc("stop after this many minutes of wall clock; 0 = no limit", 0.0)
     # --- run directory, logs, checkpoints
     run_dir: str = doc("directory for checkpoints, metrics.jsonl and logs", "runs/latest")
     resume: bool = doc("continue the run in --run-dir from its last checkpoint", False)
     checkpoint_interval: int = doc("optimizer steps between checkpoints", 5_000)
+    save_replay: bool = doc("save the replay (compressed) with the final checkpoint, so --resume trains on at once "
+                            "instead of refilling it; turn off for huge buffers", True)
     tensorboard: bool = doc("also write the epoch metrics as TensorBoard events in <run_dir>/tb", True)
     epoch_steps: int = doc("agent steps per epoch: one [MAIN] log line and one metrics.jsonl row", 10_000)
     processor_log_interval: float = doc("seconds between [PROCESSOR] log lines", 10.0)
@@ -182,15 +197,16 @@ def resolve_device(requested: str, hw: Hardware) -> str:
 # Each profile is a set of overrides over the Config defaults. The replay ratio is never part
 # of a profile: a faster machine trains on more samples per second, not fewer per frame.
 PROFILES: dict[str, dict] = {
-    # 2-4 cores, no GPU (our developer and CI machines): one collector process on one core, the
-    # learner (bf16 autocast where the CPU has bf16) on the other.
-    # channels_last: oneDNN's bf16 convolutions run ~15% faster on NHWC on AVX-512 CPUs.
-    "cpu-small": dict(num_collectors=1, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
-                      buffer_size=100_000, model_update_frequency=50, queue_capacity=4096,
-                      compile=False, amp=True, channels_last=True),
-    "cpu-large": dict(num_collectors=2, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
-                      buffer_size=200_000, model_update_frequency=50, queue_capacity=4096,
-                      compile=False, amp=True, channels_last=True),
+    # 2-4 cores, no GPU (our developer and CI machines): one collector process, and a learner on
+    # every core: at Pong's pace the collector sleeps ~90% of the time, and two learner threads
+    # made 10% more updates/s than one in the pipeline (AMD EPYC, fp32). Batch 32, the size that
+    # learns fastest per minute (Tianshou's and CleanRL's), from the Config defaults.
+    # channels_last: oneDNN's convolutions run faster on NHWC (bf16 ~15% on AVX-512, fp32 ~35%
+    # on an AVX2 EPYC).
+    "cpu-small": dict(num_collectors=1, envs_per_collector=8, buffer_size=100_000, model_update_frequency=50,
+                      queue_capacity=4096, compile=False, amp=True, channels_last=True),
+    "cpu-large": dict(num_collectors=2, envs_per_collector=8, buffer_size=200_000, model_update_frequency=50,
+                      queue_capacity=4096, compile=False, amp=True, channels_last=True),
     # Seed 004's tables: minimum (GTX 1060, 6 GB), recommended (RTX 3070, 8 GB+), optimal (4090/A100).
     "gpu-minimum": dict(num_collectors=2, envs_per_collector=8, batch_size=256, grad_accum_steps=1,
                         buffer_size=100_000, model_update_frequency=5, queue_capacity=8192,
@@ -240,6 +256,13 @@ def scale_profile(name: str, hw: Hardware) -> dict:
             raise ConfigError(f"--profile autotuned: no {AUTOTUNED_PROFILE}; run benchmark_performance.py --autotune first")
         return dict(over)
     over = dict(PROFILES[name])
+    if not name.startswith("gpu"):
+        # bf16 autocast pays only where the CPU computes in bf16 (AVX-512 BF16, AMX, Arm BF16);
+        # elsewhere oneDNN emulates it and an update is ~10x slower than fp32 (measured on an
+        # AVX2-only AMD EPYC), so the CPU profiles train in fp32 there.
+        over["amp"] = hw.cpu_bf16
+    if name == "cpu-small":
+        over["learner_threads"] = hw.cores
     if name == "cpu-large":
         over["num_collectors"] = max(1, min(8, (hw.cores - 2) // 2))
     elif name.startswith("gpu"):
@@ -258,11 +281,15 @@ class ConfigError(ValueError):
 def validate(cfg: Config, hw: Hardware) -> list[str]:
     """Raise ConfigError for the first impossible setting; return warnings for dubious ones."""
     from wrappers.mario import ACTION_SETS
-    from wrappers.registry import UnknownEnvError, check_env_id
+    from wrappers.registry import UnknownEnvError, check_env_id, is_mario
 
     def bad(name, msg):
         raise ConfigError(f"--{name.replace('_', '-')} {getattr(cfg, name)!r}: {msg}")
 
+    if platform.machine().lower() not in TSO_MACHINES:
+        raise ConfigError(f"this machine is {platform.machine()}: the shared-memory rings between collectors and "
+                          "learner rely on x86-64's store ordering, which this CPU does not give, so training could "
+                          "read torn transitions; train on an x86-64 machine (--eval and --plot work here)")
     try:
         check_env_id(cfg.env)
     except UnknownEnvError as e:
@@ -290,6 +317,12 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("mario_actions", f"choose one of {list(ACTION_SETS)}")
     if cfg.model_arch not in ("batchnorm", "nature"):
         bad("model_arch", "choose batchnorm or nature")
+    if cfg.score_metric not in ("return", "distance"):
+        bad("score_metric", "choose return or distance")
+    if cfg.score_metric == "distance" and not is_mario(cfg.env):
+        bad("score_metric", f"{cfg.env} reports no distance; only Mario does. Use --score-metric return")
+    if cfg.time_limit < 0:
+        bad("time_limit", "must be 0 (no limit) or a number of minutes")
     if cfg.amp_dtype not in ("auto", "bf16", "fp16"):
         bad("amp_dtype", "choose auto, bf16 or fp16")
     device = resolve_device(cfg.device, hw)
@@ -316,9 +349,17 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
                            f"frame_stack + n_step + 2 = {cfg.frame_stack + cfg.n_step + 2}")
     if cfg.queue_capacity < cfg.envs_per_collector:
         bad("queue_capacity", f"must hold at least one step of all {cfg.envs_per_collector} envs of a collector")
-    need = cfg.buffer_size * (FRAME_BYTES + REPLAY_META_BYTES) + cfg.num_collectors * cfg.queue_capacity * (FRAME_BYTES + 32)
-    if need > hw.ram_available_bytes * 0.9:
-        bad("buffer_size", f"needs {need / 2**30:.2f} GiB for replay and queues but only "
+    collectors_need = cfg.num_collectors * COLLECTOR_BYTES
+    usable = hw.ram_available_bytes * 0.9
+    if collectors_need > usable:
+        fit = max(0, int(usable // COLLECTOR_BYTES))
+        bad("num_collectors", f"needs about {collectors_need / 2**30:.1f} GiB for the collector processes alone "
+                              f"(~{COLLECTOR_BYTES / 2**20:.0f} MB each) but {hw.ram_available_bytes / 2**30:.1f} GiB "
+                              f"is available; at most {fit} fit, and {max(1, hw.cores - 1)} suit {hw.cores} cores")
+    need = (cfg.buffer_size * (FRAME_BYTES + REPLAY_META_BYTES) + cfg.num_collectors * cfg.queue_capacity * (FRAME_BYTES + 32)
+            + collectors_need)
+    if need > usable:
+        bad("buffer_size", f"needs {need / 2**30:.2f} GiB for replay, queues and collectors but only "
                            f"{hw.ram_available_bytes / 2**30:.2f} GiB of RAM is available; "
                            f"use --buffer-size {int(hw.ram_available_bytes * 0.5 // (FRAME_BYTES + REPLAY_META_BYTES)):d} or less")
     run_dir = Path(cfg.run_dir)
@@ -328,10 +369,15 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if not os.access(existing, os.W_OK | os.X_OK):
         bad("run_dir", f"cannot be written ({existing} is not writable by this user); choose a writable --run-dir")
     warnings = []
+    if cfg.amp and device == "cpu" and not hw.cpu_bf16:
+        warnings.append("--amp on a CPU without native bf16 (no AVX-512 BF16 or AMX): bf16 is emulated and "
+                        "each update runs ~10x slower than fp32; use --amp false")
     if cfg.model_arch == "batchnorm" and cfg.batch_size < 16:
         warnings.append(f"batch_size {cfg.batch_size} < 16: BatchNorm statistics over so few samples are noisy")
-    if cfg.num_collectors + 1 > hw.cores * 2:
-        warnings.append(f"{cfg.num_collectors} collector processes and a learner on {hw.cores} cores contend for CPU")
+    if cfg.num_collectors > max(1, hw.cores - 1):
+        warnings.append(f"{cfg.num_collectors} collector processes and a learner on {hw.cores} cores: each collector "
+                        f"wants most of a core, so they slow each other and the learner; "
+                        f"--num-collectors {max(1, hw.cores - 1)} suits this machine")
     return warnings
 
 
@@ -350,7 +396,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     for f in fields(Config):
         flag = "--" + f.name.replace("_", "-")
         default = f.default
-        kind = type(default)
+        kind = f.metadata.get("type", type(default))
         help_text = f"{f.metadata['help']} (default: {default!r}, or the profile's)"
         if kind is bool:
             parser.add_argument(flag, type=_parse_bool, nargs="?", const=True, default=None, metavar="BOOL", help=help_text)

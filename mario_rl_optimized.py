@@ -53,6 +53,19 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_resume(cfg) -> None:
+    """Fail on a checkpoint or replay file that cannot continue this run, before any process starts."""
+    from pipeline.checkpoint import CHECKPOINT_NAME, load
+    from pipeline.replay import snapshot
+
+    run_dir = Path(cfg.run_dir)
+    load(run_dir / CHECKPOINT_NAME, cfg.env, None, cfg.frame_stack)
+    if cfg.save_replay and (run_dir / snapshot.REPLAY_NAME).exists():
+        streams = cfg.num_collectors * cfg.envs_per_collector
+        snapshot.check_fits(run_dir / snapshot.REPLAY_NAME, cfg.env, cfg.frame_stack,
+                            streams * (cfg.buffer_size // streams), streams)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
@@ -70,13 +83,12 @@ def main(argv=None) -> int:
         for warning in validate(cfg, hw):
             print(f"[MAIN] Warning: {warning}", flush=True)
         if cfg.resume:
-            from pipeline.checkpoint import CHECKPOINT_NAME, load
-            load(Path(cfg.run_dir) / CHECKPOINT_NAME, cfg.env, None, cfg.frame_stack)  # fail before any process starts
+            check_resume(cfg)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # CheckpointError and friends: one clear line, no traceback
-        if type(e).__name__ == "CheckpointError":
+        if type(e).__name__ in ("CheckpointError", "ReplayFileError"):
             print(f"error: {e}", file=sys.stderr)
             return 2
         raise

@@ -24,14 +24,57 @@ def apex_epsilons(num_envs_total: int, offset: int, count: int):
     return (0.4 ** (1 + 7 * i / max(1, num_envs_total - 1))).astype(np.float32)
 
 
+class Publisher:
+    """Writes each rollout step into the collector's ring and, when ``drop`` lets a full ring
+    drop a step, keeps the replay streams honest about the gap: every env's next record starts
+    a new segment (FIRST), so neither frame stacks nor n-step returns run across the missing
+    records; the dropped games' statistics go out with the next push as STATS records; and the
+    dropped agent steps are counted, so epsilon and the replay ratio still see them."""
+
+    MAX_PENDING = 1024  # finished games held back from dropped pushes; older ones are given up
+
+    def __init__(self, ring, rollout, drop: bool, stop):
+        self.ring, self.rollout, self.drop, self.stop = ring, rollout, drop, stop
+        self.pending: tuple | None = None  # (frames, fields) of STATS records still to send
+
+    def publish(self, frames, fields: dict, live: int) -> bool:
+        import numpy as np
+
+        from .ring import DROPPED_STEPS, EP_END, FLAG_GET, STATS
+
+        if self.pending is not None:
+            pf, pfields = self.pending
+            frames = np.concatenate([pf, frames])
+            fields = {k: np.concatenate([pfields[k], v]) for k, v in fields.items()}
+        if self.ring.push_blocking(frames, self.stop, self.drop, **fields):
+            self.pending = None
+            return True
+        if self.stop():
+            return False
+        self.ring.header[DROPPED_STEPS] += live
+        self.rollout.break_streams()
+        # Held back at most what fits beside the next step's records, so a push can succeed again.
+        room = min(self.MAX_PENDING, self.ring.capacity - self.rollout.num_envs)
+        ended = np.flatnonzero(fields["flags"] & EP_END)[-room:] if room > 0 else np.zeros(0, np.int64)
+        if len(ended):
+            stats = {k: v[ended].copy() for k, v in fields.items()}
+            stats["flags"] = (stats["flags"] & (EP_END | FLAG_GET)) | STATS
+            self.pending = (np.zeros((len(ended), *frames.shape[1:]), frames.dtype), stats)
+        else:
+            self.pending = None
+        return False
+
+
 def run_collector(index: int, cfg: dict, ring_name: str, control_name: str, n_weights: int,
-                  parent_pid: int, errors, restart: int = 0) -> None:
+                  parent_pid: int, errors, launch: int = 0) -> None:
+    """``launch`` numbers this start among every collector start of the run, resumes included,
+    so no two starts play the same env seeds and exploration draws."""
     # One thread per collector: N collectors + the learner already fill the cores, and BLAS
     # threads inside a 1..M-sample forward pass only add contention.
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
     try:
-        _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, restart)
+        _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # report everything, including env errors, to the learner
@@ -42,7 +85,7 @@ def run_collector(index: int, cfg: dict, ring_name: str, control_name: str, n_we
         raise SystemExit(1)
 
 
-def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, restart):
+def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch):
     import signal
 
     import torch
@@ -51,7 +94,7 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, restart
     from wrappers import BatchedEnv, EnvOptions
 
     from .control import GLOBAL_STEPS, ControlBlock
-    from .ring import ACT_NS, ALLOWED, ENV_STEPS, EPISODES, STEP_NS, THROTTLE_NS, Ring
+    from .ring import ACT_NS, ALLOWED, ENV_STEPS, STEP_NS, THROTTLE_NS, Ring
     from .rollout import Rollout
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
@@ -61,7 +104,7 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, restart
     control = ControlBlock.attach(control_name, n_weights)
     opts = EnvOptions(**cfg["_env_options"])
     env = BatchedEnv(cfg["env"], opts, M)
-    seed = cfg["seed"] + 10_007 * index + 101 * restart
+    seed = cfg["seed"] + 10_007 * index + 101 * launch
     model = build_model(cfg["model_arch"], k, env.n_actions, cfg["dueling"]).eval()
     scratch = torch.empty(n_weights)
     while not control.load_if_new(model, scratch):  # act only with the learner's weights
@@ -72,7 +115,7 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, restart
     rollout = Rollout(env, model, k, cfg["clip_rewards"], seed)
     fixed_eps = apex_epsilons(cfg["num_collectors"] * M, index * M, M) if cfg["apex_epsilon"] else None
     header = ring.header
-    stop = lambda: control.stop  # noqa: E731
+    publisher = Publisher(ring, rollout, cfg["drop_when_full"], lambda: control.stop)
 
     while not control.stop:
         if os.getppid() != parent_pid:  # the learner died: nobody will drain the ring
@@ -86,10 +129,9 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, restart
             continue
         eps = fixed_eps if fixed_eps is not None else _epsilon_schedule(cfg, int(control.header[GLOBAL_STEPS]))
         act_ns, step_ns = rollout.act_ns, rollout.step_ns
-        frames, fields, live, resets = rollout.step(eps)
-        ring.push_blocking(frames, stop, cfg["drop_when_full"], **fields)
+        frames, fields, live, _ = rollout.step(eps)
+        publisher.publish(frames, fields, live)
         header[ENV_STEPS] += live
-        header[EPISODES] += resets
         header[ACT_NS] += rollout.act_ns - act_ns
         header[STEP_NS] += rollout.step_ns - step_ns
     env.close()

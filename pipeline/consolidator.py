@@ -8,7 +8,8 @@ import time
 
 import numpy as np
 
-from .ring import DROPS, EP_END, FLAG_GET, LAST
+from .episodes import Episode
+from .ring import DROPPED_STEPS, DROPS, EP_END, FLAG_GET, LAST, STATS
 
 
 class Consolidator(threading.Thread):
@@ -21,7 +22,8 @@ class Consolidator(threading.Thread):
         self.env_steps = 0      # agent steps moved (records minus final-observation records)
         self.batches = 0        # drains that moved something
         self.busy_s = 0.0
-        self.episodes = collections.deque(maxlen=1000)  # (return, length, x_pos, flag) of whole games
+        self.episodes = collections.deque(maxlen=1000)  # the latest whole games, for the epoch logs
+        self.finished: collections.deque = collections.deque()  # games the trainer has not taken yet
         self.episodes_total = 0
         self.error: BaseException | None = None
 
@@ -30,15 +32,22 @@ class Consolidator(threading.Thread):
             self.replay.writer.write(collector, frames, fields)
             flags = fields["flags"]
             self.processed += len(flags)
-            self.env_steps += int(np.count_nonzero((flags & LAST) == 0))
+            self.env_steps += int(np.count_nonzero((flags & (LAST | STATS)) == 0))
+            now = time.monotonic()
             for i in np.flatnonzero(flags & EP_END):
-                self.episodes.append((float(fields["ep_return"][i]), int(fields["ep_len"][i]),
-                                      float(fields["x_pos"][i]), bool(flags[i] & FLAG_GET)))
+                ep = Episode(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
+                             bool(flags[i] & FLAG_GET), self.env_steps, now)
+                self.episodes.append(ep)
+                self.finished.append(ep)
                 self.episodes_total += 1
         return sink
 
     def pending(self) -> int:
         return sum(len(r) for r in self.rings)
+
+    def dropped_steps(self) -> int:
+        """Agent steps whose records a full ring dropped (--drop-when-full): played, not stored."""
+        return int(sum(r.header[DROPPED_STEPS] for r in self.rings))
 
     def drops(self) -> int:
         return int(sum(r.header[DROPS] for r in self.rings))

@@ -9,11 +9,21 @@ from .metrics import read_metrics
 CURVE_NAME = "learning_curve.png"
 
 
+def format_steps(x: float, _pos=None) -> str:
+    """Axis label for a step count: 950, 100k, 1.2M (plain numbers overlap past 100,000)."""
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:.1f}".rstrip("0").rstrip(".") + "M"
+    if abs(x) >= 1e3:
+        return f"{x / 1e3:.0f}k"
+    return f"{x:.0f}"
+
+
 def plot_learning_curve(run_dir: str | Path, out: str | Path | None = None, title: str | None = None) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed; also safe inside the training process
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     run_dir = Path(run_dir)
     rows = [r for r in read_metrics(run_dir) if r.get("return_mean") is not None]
@@ -30,6 +40,8 @@ def plot_learning_curve(run_dir: str | Path, out: str | Path | None = None, titl
     for ax in axes[0][:2]:
         ax.set_ylabel("mean return, last 20 episodes")
         ax.grid(alpha=0.3)
+    for ax in axes[0][::2]:  # the agent-step axes
+        ax.xaxis.set_major_formatter(FuncFormatter(format_steps))
     if mario:
         axes[0][2].plot(steps, [r.get("distance_mean") for r in rows])
         axes[0][2].set_xlabel("agent steps")

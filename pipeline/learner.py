@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -55,19 +56,25 @@ class Learner:
         return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None)
 
     def to_device(self, batch: dict) -> dict:
-        """numpy batch -> tensors on the learner device (pinned + non_blocking on CUDA)."""
-        cuda = self.device.type == "cuda"
+        """numpy batch -> tensors on the learner device, every device through the same move
+        (pinned + non_blocking where the device is CUDA).
+
+        Runs in the prefetch thread, so it does no parallel torch work: a torch copy here would
+        start a second OpenMP team beside the learner's and stall both on a 2-core machine. The
+        channels_last layout is therefore made by a numpy transpose, which torch then views."""
+        pin = self.device.type == "cuda"
         out = {}
         for k, v in batch.items():
             if v is None or k in ("stream", "pos"):
                 out[k] = v
                 continue
-            t = torch.from_numpy(v)
-            if cuda:
-                t = t.pin_memory().to(self.device, non_blocking=True)
-            if k in ("obs", "next_obs"):
-                t = t.contiguous(memory_format=self.memory_format)
-            out[k] = t
+            if k in ("obs", "next_obs") and self.memory_format is torch.channels_last:
+                t = torch.from_numpy(np.ascontiguousarray(v.transpose(0, 2, 3, 1))).permute(0, 3, 1, 2)
+            else:
+                t = torch.from_numpy(v)
+            if pin:
+                t = t.pin_memory()
+            out[k] = t.to(self.device, non_blocking=pin)
         return out
 
     def td_targets(self, b: dict) -> torch.Tensor:
@@ -91,24 +98,30 @@ class Learner:
         per_sample = F.smooth_l1_loss(q, target, reduction="none")
         if b.get("weights") is not None:
             per_sample = per_sample * b["weights"]
-        return per_sample.mean(), td.detach()
+        return per_sample.mean(), td.detach(), q.detach()
 
     def update(self, micro_batches: list[dict]) -> dict:
         """One optimizer step over ``grad_accum_steps`` micro-batches (already on device)."""
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        losses, tds = [], []
+        losses, tds, qs = [], [], []
         for b in micro_batches:
-            loss, td = self.loss(b)
+            loss, td, q = self.loss(b)
             self.scaler.scale(loss / len(micro_batches)).backward()
             losses.append(loss.detach())
             tds.append(td)
-        loss = torch.stack(losses).mean().item()
+            qs.append(q)
+        # One host sync per update for all three figures (the NaN check needs the loss here).
+        loss, td_mean, q_mean = torch.stack([torch.stack(losses).mean(), torch.cat(tds).abs().mean().float(),
+                                             torch.cat(qs).mean().float()]).tolist()
         if not math.isfinite(loss):
             self.bad_steps += 1
-            self.optimizer.zero_grad(set_to_none=True)
             if self.scaler.is_enabled():
-                self.scaler.update()  # fp16 overflow: the scaler lowers its scale and goes on
+                # fp16: let the scaler see the non-finite gradients (unscale_ records them), so
+                # update() lowers the scale; update() without that record raises.
+                self.scaler.unscale_(self.optimizer)
+                self.scaler.update()
+            self.optimizer.zero_grad(set_to_none=True)
             self._repair_batchnorm()
             if self.bad_steps >= 100:
                 raise TrainingDiverged(f"loss was NaN/inf for {self.bad_steps} updates in a row; "
@@ -123,8 +136,7 @@ class Learner:
         self.updates += 1
         if self.updates % self.cfg.target_update_interval == 0:
             self.sync_target()
-        td_abs = [t.abs() for t in tds]
-        return {"loss": loss, "td_error": float(torch.cat(td_abs).mean()), "td_abs": td_abs, "skipped": False}
+        return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "td_abs": [t.abs() for t in tds], "skipped": False}
 
     def _repair_batchnorm(self) -> None:
         """A NaN batch also poisons BatchNorm's running statistics in the training forward pass,
@@ -135,6 +147,11 @@ class Learner:
         with torch.no_grad():
             for name, b in self.target.named_buffers():
                 online[name].copy_(b)
+
+    def is_finite(self) -> bool:
+        """Every weight and BatchNorm statistic is finite: the model is fit to be saved."""
+        return all(bool(torch.isfinite(t).all()) for t in (*self.model.parameters(), *self.model.buffers())
+                   if t.is_floating_point())
 
     def sync_target(self) -> None:
         self.target.load_state_dict(self.model.state_dict())

@@ -27,10 +27,11 @@ TRUNC = 4      # the transition was truncated (bootstrap from the next record)
 LAST = 8       # this record only carries the final observation of an episode; not a sample start
 EP_END = 16    # a whole game ended here: ep_return / ep_len / x_pos / flag hold its stats
 FLAG_GET = 32  # Mario reached the flag in that game
+STATS = 64     # carries only a finished game's statistics (its own record was dropped); not stored
 
 # int64 header words; producer- and consumer-written words sit on different cache lines.
 HEAD, TAIL, ALLOWED = 0, 8, 16
-DROPS, WAIT_NS, THROTTLE_NS, ENV_STEPS, EPISODES = 24, 25, 26, 27, 28
+DROPS, WAIT_NS, THROTTLE_NS, ENV_STEPS, DROPPED_STEPS = 24, 25, 26, 27, 28
 STEP_NS, ACT_NS = 29, 30
 HEADER_WORDS = 40
 

@@ -20,6 +20,7 @@ class Rollout:
         frames = env.reset(seed=seed)
         self.stack = np.repeat(frames[:, None], frame_stack, axis=1)
         self.first = np.ones(M, bool)
+        self.broken = np.zeros(M, bool)  # the records before the next one were lost
         self.ep_ret = np.zeros(M, np.float32)
         self.ep_len = np.zeros(M, np.int32)
         self.last_x = np.full(M, np.nan, np.float32)
@@ -27,9 +28,16 @@ class Rollout:
         self.env_ids = np.arange(M, dtype=np.uint16)
         self.act_ns = self.step_ns = 0
 
+    def break_streams(self) -> None:
+        """The records of the last step were lost (a dropped push): every env's next record
+        starts a new segment of its replay stream. A next record that is an episode's LAST
+        (final frame) is marked FIRST too: the TERM or TRUNC before it may be among the lost."""
+        self.first[:] = True
+        self.broken[:] = True
+
     def step(self, eps) -> tuple[np.ndarray, dict, int, int]:
         """Act and step once. Returns (frames [M, H, W], record fields, live steps, resets); the
-        frames are a view that the next call overwrites, so the caller copies them out first."""
+        frames and fields are copies the caller may keep."""
         M = self.num_envs
         t0 = time.perf_counter_ns()
         with torch.inference_mode():
@@ -45,7 +53,8 @@ class Rollout:
         reset = st.reset
         live = ~reset
         flags = np.zeros(M, np.uint8)
-        flags[self.first & live] |= FIRST
+        flags[(self.first & live) | self.broken] |= FIRST
+        self.broken[:] = False
         flags[st.terminated & live] |= TERM
         flags[st.truncated & live] |= TRUNC
         flags[reset] |= LAST | EP_END

@@ -8,6 +8,7 @@ syncing the target net, logging epochs and checkpointing as counters pass their 
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing as mp
 import os
 import queue
@@ -29,11 +30,12 @@ from . import checkpoint as ckpt
 from . import shm
 from .collector import _epsilon_schedule, run_collector
 from .consolidator import Consolidator
+from .episodes import EPISODES_NAME, SCORE_WINDOW, ScoreTracker, episode_row
 from .control import GLOBAL_STEPS, UPDATES, ControlBlock
 from .learner import Learner, TrainingDiverged
 from .metrics import MetricsLog
 from .prefetch import Prefetcher
-from .replay import Replay
+from .replay import Replay, snapshot
 from .ring import ACT_NS, ALLOWED, ENV_STEPS, STEP_NS, THROTTLE_NS, WAIT_NS, Ring
 
 
@@ -92,6 +94,7 @@ class Trainer:
         self.rings: list[Ring] = []
         self.control: ControlBlock | None = None
         self.restarts = 0
+        self.launches = 0  # collector starts over the run's life (resumes too): seeds each start apart
 
     # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
@@ -116,9 +119,12 @@ class Trainer:
         self.samples_trained = 0
         self.wall_offset = 0.0
         self.epoch = 0
+        self.refill_steps = cfg.learning_starts  # agent steps into the replay before training (again)
         if cfg.resume:
             self._resume()
         self.metrics = MetricsLog(self.run_dir, cfg.tensorboard)
+        self.episodes_file = open(self.run_dir / EPISODES_NAME, "a", buffering=1)
+        self.score = ScoreTracker([] if cfg.target_score is None else [cfg.target_score], metric=cfg.score_metric)
         self.n_weights = flat_size(self.learner.model)
         self.control = ControlBlock.create(self.n_weights)
         self.control.header[GLOBAL_STEPS] = self.base_steps
@@ -146,18 +152,49 @@ class Trainer:
         c = state["counters"]
         self.base_steps, self.base_episodes = int(c["env_steps"]), int(c["episodes"])
         self.samples_trained, self.wall_offset, self.epoch = int(c["samples_trained"]), float(c["wall_s"]), int(c["epoch"])
+        # A checkpoint from before launches were counted: its step count still sets the seeds apart.
+        self.launches = int(c.get("collector_launches", self.base_steps))
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         random.setstate(rng["python"])
         self.replay.sampler.rng.bit_generator.state = rng["sampler"]
         self.log.start_at(self.base_steps)
         self.log(f"[MAIN] Resumed {path}: {self.base_steps:,} agent steps, {self.learner.updates:,} updates, "
-                 f"epoch {self.epoch}; the replay refills ({self.cfg.learning_starts:,} steps) before training goes on")
+                 f"epoch {self.epoch}")
+        self.refill_steps = self.cfg.learning_starts if not self._restore_replay() else 0
+
+    def _restore_replay(self) -> bool:
+        """Load the replay saved with the checkpoint, if it belongs to it; say what happened."""
+        path = self.run_dir / snapshot.REPLAY_NAME
+        refill = f"the replay refills ({self.cfg.learning_starts:,} steps) before training goes on"
+        if not self.cfg.save_replay or not path.exists():
+            why = "--save-replay is off" if not self.cfg.save_replay else f"no {path}"
+            self.log(f"[MAIN] {why}: {refill}")
+            return False
+        t0 = time.perf_counter()
+        meta = snapshot.read_meta(path)
+        if meta.get("env_steps") != self.base_steps:
+            self.log(f"[MAIN] {path} was saved at {meta.get('env_steps'):,} agent steps, the checkpoint at "
+                     f"{self.base_steps:,} (the run stopped without a clean save): {refill}")
+            return False
+        snapshot.load(self.replay, path, self.cfg.env, self.cfg.frame_stack)
+        self.log(f"[MAIN] Replay restored from {path}: {len(self.replay):,} transitions, "
+                 f"{path.stat().st_size / 2**20:,.0f} MB in {time.perf_counter() - t0:.1f} s; training goes on at once")
+        return True
+
+    def save_replay(self) -> None:
+        """The replay beside the final checkpoint (writers stopped), tagged with its step count."""
+        path = self.run_dir / snapshot.REPLAY_NAME
+        size, took = snapshot.save(self.replay, path, {"env": self.cfg.env, "frame_stack": self.cfg.frame_stack,
+                                                      "env_steps": self.env_steps()})
+        self.log(f"[MAIN] Replay saved to {path}: {len(self.replay):,} transitions, {size / 2**20:,.0f} MB "
+                 f"in {took:.1f} s")
 
     def _start_collector(self, i: int) -> None:
         p = self.ctx.Process(target=run_collector, name=f"collector-{i}",
                              args=(i, self.cfg_dict, self.rings[i].name, self.control.name, self.n_weights,
-                                   os.getpid(), self.errors, self.restarts), daemon=True)
+                                   os.getpid(), self.errors, self.launches), daemon=True)
+        self.launches += 1
         p.start()
         self.collectors[i] = p
 
@@ -186,12 +223,13 @@ class Trainer:
 
     # ------------------------------------------------------------------ counters
     def env_steps(self) -> int:
-        return self.base_steps + self.consolidator.env_steps
+        """Agent steps played: the ones that reached the replay, and the ones a full ring dropped."""
+        return self.base_steps + self.consolidator.env_steps + self.consolidator.dropped_steps()
 
     def _set_allowance(self, steps: int) -> None:
         """Hold collectors back when the learner falls behind the replay ratio."""
         cfg = self.cfg
-        start = self.base_steps + cfg.learning_starts
+        start = self.base_steps + self.refill_steps
         per_update = cfg.effective_batch / cfg.replay_ratio
         slack = max(2 * per_update, 4 * cfg.num_collectors * cfg.envs_per_collector, 1000)
         allowed = start + slack if steps < start else start + self.samples_trained_run / cfg.replay_ratio + slack
@@ -202,12 +240,13 @@ class Trainer:
     # ------------------------------------------------------------------ main loop
     def train(self) -> int:
         cfg = self.cfg
+        # Wall clock counts from here, set-up included: time to score is what a user waits.
+        t_start = self.t_start = time.monotonic()
         self._setup()
         self.consolidator.start()
-        t_start = self.t_start = time.monotonic()
         self.samples_trained_run = 0
         self.update_s_total = 0.0  # seconds inside learner.update, for outside observers (benchmark)
-        learn_start = self.base_steps + cfg.learning_starts
+        learn_start = self.base_steps + self.refill_steps
         spu = cfg.effective_batch
         next_epoch = (self.env_steps() // cfg.epoch_steps + 1) * cfg.epoch_steps
         acc = self._new_epoch_acc(t_start)
@@ -220,6 +259,10 @@ class Trainer:
                 self._check_collectors()
                 if self.consolidator.error:
                     raise RuntimeError("consolidation thread failed") from self.consolidator.error
+                self._take_episodes(t_start)
+                if cfg.time_limit and now - t_start >= cfg.time_limit * 60:
+                    self.stop_reason = "time_limit"
+                    break
             steps = self.env_steps()
             self.control.header[GLOBAL_STEPS] = steps
             self.log.progress(steps)
@@ -249,14 +292,20 @@ class Trainer:
             acc["wait_batch_s"] += t1 - t0
             acc["update_s"] += t2 - t1
             self.update_s_total += t2 - t1
+            if out["skipped"]:
+                # Nothing was trained (a non-finite loss): the replay ratio, the weight pushes and
+                # the checkpoints wait for an update that happened.
+                acc["skipped"] += 1
+                continue
             if self.replay.sampler.prioritized:
                 for b, td in zip(batches, out["td_abs"]):
                     self.replay.update_priorities(b["stream"], b["pos"], td.float().cpu().numpy())
+                self.replay.sampler.anneal(steps / cfg.total_steps)
             self.samples_trained_run += spu
             self.samples_trained += spu
-            if not out["skipped"]:
-                acc["loss"].append(out["loss"])
-                acc["td"].append(out["td_error"])
+            acc["loss"].append(out["loss"])
+            acc["td"].append(out["td_error"])
+            acc["q"].append(out["q_mean"])
             u = self.learner.updates
             self.control.header[UPDATES] = u
             if u % cfg.model_update_frequency == 0:
@@ -265,6 +314,21 @@ class Trainer:
                 self.save_checkpoint(t_start)
         return 0
 
+    # ------------------------------------------------------------------ games and score
+    def _take_episodes(self, t_start: float) -> None:
+        """Record the games finished since the last call and stop at --target-score."""
+        fin = self.consolidator.finished
+        while fin:
+            ep = fin.popleft()
+            wall_s = self.wall_offset + ep.t - t_start
+            row = episode_row(ep._replace(env_steps=self.base_steps + ep.env_steps), wall_s,
+                              self.learner.updates, self.samples_trained)
+            self.episodes_file.write(json.dumps(row) + "\n")
+            for m in self.score.add_row(row):
+                self.log(f"[MAIN] Score: mean {self.cfg.score_metric} of the last {self.score.window} games reached "
+                         f"{m.value:g} at {m.minutes:.1f} min, {m.env_steps:,} agent steps, {m.updates:,} updates")
+                self.stop_reason = "target_score"
+
     # ------------------------------------------------------------------ logs
     def _collector_ns(self) -> dict:
         h = [r.header for r in self.rings]
@@ -272,8 +336,8 @@ class Trainer:
                 (("act", ACT_NS), ("step", STEP_NS), ("wait", WAIT_NS), ("throttle", THROTTLE_NS))}
 
     def _new_epoch_acc(self, t: float) -> dict:
-        return {"t": t, "steps": self.env_steps(), "updates": self.learner.updates, "loss": [], "td": [],
-                "idle_s": 0.0, "wait_batch_s": 0.0, "update_s": 0.0, "coll": self._collector_ns(),
+        return {"t": t, "steps": self.env_steps(), "updates": self.learner.updates, "loss": [], "td": [], "q": [],
+                "idle_s": 0.0, "wait_batch_s": 0.0, "update_s": 0.0, "skipped": 0, "coll": self._collector_ns(),
                 "cons_s": self.consolidator.busy_s}
 
     def epsilon(self, steps: int) -> float:
@@ -284,19 +348,20 @@ class Trainer:
         self.epoch += 1
         now = time.monotonic()
         dt = max(now - acc["t"], 1e-9)
-        eps_stats = list(self.consolidator.episodes)[-20:]
-        ret = statistics.fmean(e[0] for e in eps_stats) if eps_stats else None
+        eps_stats = list(self.consolidator.episodes)[-SCORE_WINDOW:]
+        ret = statistics.fmean(e.ret for e in eps_stats) if eps_stats else None
         mario = is_mario(cfg.env)
-        dist = statistics.fmean(e[2] for e in eps_stats) if eps_stats and mario else None
+        dist = statistics.fmean(e.x_pos for e in eps_stats) if eps_stats and mario else None
         loss = statistics.fmean(acc["loss"]) if acc["loss"] else None
         td = statistics.fmean(acc["td"]) if acc["td"] else None
+        q_mean = statistics.fmean(acc["q"]) if acc["q"] else None
         eps = self.epsilon(steps)
         buf = len(self.replay)
         sps = (steps - acc["steps"]) / dt
         ups = (self.learner.updates - acc["updates"]) / dt
         samples_ps = ups * cfg.effective_batch
         fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
-        length = statistics.fmean(e[1] for e in eps_stats) if eps_stats else None
+        length = statistics.fmean(e.length for e in eps_stats) if eps_stats else None
         tail = f"Distance: {fmt(dist, '.1f')}" if mario else f"Length: {fmt(length, '.0f')}"
         self.log(f"[MAIN] Epoch {self.epoch} - Loss: {fmt(loss, '.4f')}, TD Error: {fmt(td, '.4f')}, "
                  f"Reward: {fmt(ret, '.2f')}, {tail}, Epsilon: {eps:.3f}, Buffer: {buf:,}")
@@ -310,14 +375,14 @@ class Trainer:
                  f"collectors: env {100 * cns['step'] / ctot:.0f}%, act {100 * cns['act'] / ctot:.0f}%, "
                  f"queue-wait {100 * cns['wait'] / ctot:.0f}%, throttled {100 * cns['throttle'] / ctot:.0f}%")
         row = {"epoch": self.epoch, "env_steps": steps, "updates": self.learner.updates,
-               "wall_s": round(self.wall_offset + now - t_start, 3), "loss": loss, "td_error": td, "epsilon": eps,
+               "wall_s": round(self.wall_offset + now - t_start, 3), "loss": loss, "td_error": td, "q_mean": q_mean, "epsilon": eps,
                "return_mean": ret, "length_mean": length, "episodes": self.base_episodes + self.consolidator.episodes_total,
                "buffer": buf, "drops": self.consolidator.drops(), "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": samples_ps,
-               "samples_trained": self.samples_trained, "learner_busy": busy,
+               "samples_trained": self.samples_trained, "skipped_updates": acc["skipped"], "learner_busy": busy,
                "collector_queue_wait": cns["wait"] / ctot, "collector_throttled": cns["throttle"] / ctot}
         if mario:
             row["distance_mean"] = dist
-            row["flag_rate"] = statistics.fmean(e[3] for e in eps_stats) if eps_stats else None
+            row["flag_rate"] = statistics.fmean(e.flag for e in eps_stats) if eps_stats else None
         self.metrics.write(row)
 
     # ------------------------------------------------------------------ checkpoints
@@ -330,6 +395,7 @@ class Trainer:
             "learner": self.learner.state_dict(),
             "counters": {"env_steps": self.env_steps(), "episodes": self.base_episodes + self.consolidator.episodes_total,
                          "samples_trained": self.samples_trained, "epoch": self.epoch,
+                         "collector_launches": self.launches,
                          "wall_s": self.wall_offset + time.monotonic() - t_start,
                          "epsilon": self.epsilon(self.env_steps())},
             "rng": {"torch": torch.get_rng_state(), "python": random.getstate(),
@@ -366,7 +432,7 @@ class Trainer:
         if hasattr(self, "errors"):
             self.errors.close()
             self.errors.join_thread()
-        for f in (getattr(self, "metrics", None), getattr(self, "log", None)):
+        for f in (getattr(self, "metrics", None), getattr(self, "episodes_file", None), getattr(self, "log", None)):
             if f is not None:
                 f.close()
 
@@ -391,21 +457,29 @@ def run_training(cfg: Config, hw: Hardware) -> int:
         code = trainer.train()
     except TrainingDiverged as e:
         error, keep_weights = f"training diverged: {e}", False
-    except ckpt.CheckpointError as e:
+    except (ckpt.CheckpointError, snapshot.ReplayFileError) as e:
         error, keep_weights = str(e), False
     except (CollectorsFailed, shm.ShmError) as e:
         error = str(e)
     finally:
         try:
             trainer.stop_workers()
+            if hasattr(trainer, "episodes_file"):
+                trainer._take_episodes(trainer.t_start)  # the games the stopped collectors finished
             if error:
                 trainer.log(f"[MAIN] Error: {error}")
             if hasattr(trainer, "t_start"):
                 last = trainer.run_dir / ckpt.CHECKPOINT_NAME
+                if keep_weights and not trainer.learner.is_finite():
+                    keep_weights = False
+                    trainer.log("[MAIN] Error: the weights or BatchNorm statistics are not finite; not saving them")
+                    code = 1
                 if keep_weights:
                     try:
                         last = trainer.save_checkpoint(trainer.t_start)
-                    except ckpt.CheckpointError as e:
+                        if cfg.save_replay:
+                            trainer.save_replay()
+                    except (ckpt.CheckpointError, snapshot.ReplayFileError) as e:
                         trainer.log(f"[MAIN] Error: {e}")
                         code = 1
                 else:

@@ -73,3 +73,37 @@ def test_autotune_writes_a_profile_that_config_picks(tmp_path):
     assert f"Profile:  autotuned (from {path})" in shown.stdout
     for key, value in data["overrides"].items():
         assert f" {key} " in shown.stdout and f"= {value!r}" in shown.stdout
+
+
+def test_time_to_score_quick_on_catch_with_baseline(tmp_path):
+    """--time-to-score --quick: the catch game trained by mario_rl_optimized.py until the mean
+    return of the last 20 games reaches 0.5 (or the time passes), then the baseline recipe for
+    the same time; milestones in a table, JSON and one plot with both curves."""
+    js, png = tmp_path / "tts.json", tmp_path / "tts.png"
+    out, took = _bench("--time-to-score", "--quick", "--vs-baseline", "--minutes", "2.5", "--runs-dir", str(tmp_path),
+                       "--json", str(js), "--plot", str(png), timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    print(f"--time-to-score --quick --vs-baseline took {took:.0f} s")
+    data = json.loads(js.read_text())
+    assert data["env"] == "tests.catch_env:Catch-v0" and data["target"] == 0.5 and data["milestones"] == [-0.5, 0.0, 0.5]
+    pipeline, baseline = data["runs"]
+    # the pipeline learns catch well inside the limit; the table and JSON time each milestone
+    assert pipeline["reached"], pipeline["score"]
+    marks = pipeline["score"]["milestones"]
+    assert [m["value"] for m in marks] == [-0.5, 0.0, 0.5]
+    assert all(m["minutes"] is not None for m in marks)
+    assert marks[0]["env_steps"] <= marks[1]["env_steps"] <= marks[2]["env_steps"]
+    assert marks[2]["minutes"] <= 2.5 + 0.2 and marks[2]["updates"] > 0 and marks[2]["samples_trained"] > 0
+    log = (tmp_path / os.path.basename(pipeline["run_dir"]) / "train.log").read_text()
+    assert "Stopped (target_score)" in log and "[MAIN] Score: mean return of the last 20 games reached 0.5" in log
+    # the baseline ran its recipe for at most the same time and was scored the same way
+    assert baseline["settings"]["model_arch"] == "nature" and baseline["settings"]["n_step"] == 1
+    assert baseline["totals_at_last_game"]["wall_s"] <= 2.5 * 60 + 5
+    assert baseline["score"]["games"] > 20
+    assert "| run | -0.5 | 0 | 0.5 |" in out.stdout
+    assert cv2.imread(str(png)) is not None
+
+
+def test_time_to_score_refuses_run_options_it_sets_itself(tmp_path):
+    out, _ = _bench("--time-to-score", "--quick", "--time-limit", "3", timeout=120)
+    assert out.returncode == 2 and "--minutes" in out.stderr

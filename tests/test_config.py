@@ -141,3 +141,39 @@ def test_unwritable_run_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(config_optimized.os, "access", lambda p, m: False if str(p) == str(locked) else real(p, m))
     msg = _error(run_dir=str(locked / "run"))
     assert f"cannot be written ({locked} is not writable" in msg
+
+
+@pytest.mark.parametrize("bf16", [True, False])
+def test_cpu_profiles_use_bf16_only_where_the_cpu_has_it(bf16):
+    machine = replace(hw(2), cpu_bf16=bf16)
+    cfg, _, name = build_config({}, machine)
+    assert name == "cpu-small" and cfg.amp is bf16
+    forced = replace(cfg, amp=True)
+    warned = any("without native bf16" in w for w in validate(forced, machine))
+    assert warned is not bf16
+
+
+def test_machine_without_store_ordering_is_refused_before_anything_starts(monkeypatch):
+    import platform
+
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    msg = _error()
+    assert "arm64" in msg and "x86-64" in msg
+
+
+def test_collectors_that_cannot_fit_in_memory_are_refused_with_the_largest_count():
+    msg = _error(env="SuperMarioBros-1-1-v0", num_collectors=64)
+    assert "--num-collectors 64" in msg and "GiB" in msg and "at most 56 fit" in msg and "1 suit 2 cores" in msg
+
+
+def test_more_collectors_than_cores_warns_with_a_count():
+    warnings = validate(replace(Config(), num_collectors=3, buffer_size=10_000), hw(2))
+    assert any("--num-collectors 1 suits this machine" in w for w in warnings)
+    assert not any("num-collectors" in w for w in validate(replace(Config(), num_collectors=1), hw(2)))
+
+
+def test_score_stop_settings_are_checked():
+    assert "only Mario does" in _error(env="ALE/Pong-v5", score_metric="distance")
+    assert "--time-limit -1" in _error(time_limit=-1.0)
+    cfg, _, _ = build_config({"target_score": 18.0, "time_limit": 45.0}, hw(2))
+    assert cfg.target_score == 18.0 and cfg.time_limit == 45.0 and validate(cfg, hw(2)) == []

@@ -33,9 +33,13 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     first_steps, first_updates = state["counters"]["env_steps"], state["learner"]["updates"]
     assert first_steps >= 2000 and first_updates > 0
 
+    assert "[MAIN] Replay saved to" in out and (run_dir / "replay.npz").exists()
+    games = (run_dir / "episodes.jsonl").read_text().splitlines()
+
     proc, out = _run([*args, "--total-steps", "3500", "--resume"], mark)
     assert proc.returncode == 0, out[-3000:]
-    assert "Resumed" in out
+    assert "Resumed" in out and "[MAIN] Replay restored from" in out and "refills" not in out
+    assert len((run_dir / "episodes.jsonl").read_text().splitlines()) >= len(games)
     _check_clean(proc, mark)
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert state["counters"]["env_steps"] >= 3500 and state["learner"]["updates"] > first_updates

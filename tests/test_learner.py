@@ -1,5 +1,6 @@
 """Learner: it learns a fixed batch; accumulation and AMP give the one-big-batch gradients."""
 import numpy as np
+import pytest
 import torch
 
 from config_optimized import Config
@@ -15,8 +16,9 @@ def _batch(n, seed=0):
 
 
 def _learner(**kw):
+    """fp32 unless a test asks for autocast: bf16 is emulated (slow) on CPUs without it."""
     torch.manual_seed(0)
-    return Learner(Config(**kw), 4, 6, torch.device("cpu"))
+    return Learner(Config(**{"amp": False, **kw}), 4, 6, torch.device("cpu"))
 
 
 def test_updates_lower_loss_on_a_fixed_batch():
@@ -32,7 +34,7 @@ def test_updates_lower_loss_on_a_fixed_batch():
 def _grads(lrn, micro):
     lrn.optimizer.zero_grad(set_to_none=True)
     for b in micro:
-        loss, _ = lrn.loss(b)
+        loss, *_ = lrn.loss(b)
         (loss / len(micro)).backward()
     return torch.cat([p.grad.flatten() for p in lrn.model.parameters()])
 
@@ -99,3 +101,40 @@ def test_nan_batch_is_skipped_without_poisoning_weights_then_diverges():
     with pytest.raises(TrainingDiverged, match="NaN/inf for 100 updates in a row"):
         for _ in range(100):
             lrn.update([bad])
+
+
+def test_fp16_nan_loss_lowers_the_scale_and_training_goes_on():
+    """CUDA's default path (fp16 autocast + an enabled GradScaler), run on the CPU, which torch
+    supports: a non-finite loss must skip the step and lower the scale, not raise."""
+    lrn = _learner(amp=True, amp_dtype="fp16", model_arch="nature")
+    assert lrn.amp_dtype == torch.float16 and lrn.scaler.is_enabled()
+    good = lrn.to_device(_batch(16))
+    assert not lrn.update([good])["skipped"]
+    scale = lrn.scaler.get_scale()
+    bad = _batch(16)
+    bad["return"][0] = np.nan  # NaN gradients: the scaler must see them and halve its scale
+    out = lrn.update([lrn.to_device(bad)])
+    assert out["skipped"] and lrn.updates == 1
+    assert lrn.scaler.get_scale() < scale
+    assert lrn.is_finite()
+    assert not lrn.update([good])["skipped"] and lrn.updates == 2
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else []) + (
+    ["mps"] if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batches_move_to_the_learner_device_through_one_path(device, channels_last):
+    torch.manual_seed(0)
+    lrn = Learner(Config(amp=False, channels_last=channels_last), 4, 6, torch.device(device))
+    b = lrn.to_device(_batch(8))
+    for k, v in b.items():
+        if isinstance(v, torch.Tensor):
+            assert v.device.type == device, k
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    assert b["obs"].is_contiguous(memory_format=fmt) and b["next_obs"].is_contiguous(memory_format=fmt)
+    assert torch.equal(b["obs"].cpu(), torch.from_numpy(_batch(8)["obs"]))
+    out = lrn.update([b])
+    assert not out["skipped"] and np.isfinite(out["loss"]) and np.isfinite(out["q_mean"])

@@ -157,3 +157,47 @@ def test_prioritized_sampling_follows_priorities():
     share = tree.tree[tree.size + hot_s[0] * replay.storage.stream_len + hot_p[0]] / tree.total
     assert share > 0.3  # 1e4 ** 0.6 against ~390 transitions at priority 1
     assert abs(counts - 640 * share) < 0.15 * 640 * share  # uniform sampling would give ~2
+
+
+def test_restart_after_a_truncation_does_not_bootstrap_from_the_new_episode():
+    """The dead collector wrote the TRUNC record but not the LAST record after it; the restarted
+    one begins with FIRST. The truncated transition has no final frame: it must not be sampled
+    with the new episode's first frame as its bootstrap."""
+    replay = Replay(100, 1, 1, K, N, GAMMA, seed=0, frame_shape=SHAPE)
+    recs = [dict(id=i + 1, action=1, reward=1.0, flags=(FIRST if i == 0 else 0) | (TRUNC if i == 5 else 0))
+            for i in range(6)]
+    recs += [dict(id=100 + i, action=1, reward=5.0, flags=FIRST if i == 0 else 0) for i in range(8)]
+    fill(replay, [recs])
+    flags = replay.storage.flags[0]
+    assert flags[5] & LAST and flags[4] & TRUNC
+    batch = replay.sample(500)
+    for b in range(500):
+        ids = [frame_id(f) for f in batch["obs"][b]]
+        nxt = [frame_id(f) for f in batch["next_obs"][b]]
+        assert (max(ids) < 100) == (max(nxt) < 100), f"{ids} bootstraps from {nxt}"
+
+
+def test_prioritized_writes_update_the_tree_under_the_storage_lock():
+    replay = Replay(400, 1, 2, K, N, GAMMA, prioritized=True, seed=0, frame_shape=SHAPE)
+    held = []
+    on_write = replay.writer.on_write
+    replay.writer.on_write = lambda *a: (held.append(replay.storage.lock.locked()), on_write(*a))
+    fill(replay, make_streams(2, 50, seed=2))
+    assert held and all(held)
+
+
+def test_prioritized_beta_is_annealed_to_one():
+    replay = Replay(400, 1, 2, K, N, GAMMA, prioritized=True, beta=0.4, seed=0, frame_shape=SHAPE)
+    fill(replay, make_streams(2, 200, seed=5))
+    sampler = replay.sampler
+    weights = {}
+    for progress in (0.0, 0.5, 1.0, 2.0):
+        sampler.anneal(progress)
+        weights[progress] = sampler.beta
+    assert weights == {0.0: 0.4, 0.5: pytest.approx(0.7), 1.0: 1.0, 2.0: 1.0}
+    # at beta 1 the importance weights undo the priorities exactly: w ~ 1 / p
+    replay.update_priorities(np.array([0]), np.array([10]), np.array([100.0]))
+    b = replay.sample(256)
+    flat = b["stream"] * replay.storage.stream_len + b["pos"]
+    prob = sampler.tree.tree[flat + sampler.tree.size] / sampler.tree.total
+    assert np.allclose(b["weights"] * prob, (b["weights"] * prob).max(), rtol=1e-4)

@@ -74,9 +74,15 @@ class PrioritizedSampler(UniformSampler):
 
     def __init__(self, storage: Storage, alpha: float, beta: float, seed: int = 0):
         super().__init__(storage, seed)
-        self.alpha, self.beta = alpha, beta
+        self.alpha, self.beta0 = alpha, beta
+        self.beta = beta
         self.tree = SumTree(storage.capacity)
         self.max_priority = 1.0
+
+    def anneal(self, progress: float) -> None:
+        """Importance-sampling exponent for ``progress`` (0..1) of the run: linear from its
+        start value to 1 at the end, as Schaul et al. (2016) anneal it."""
+        self.beta = self.beta0 + (1.0 - self.beta0) * min(1.0, max(0.0, progress))
 
     def on_write(self, s, p, flags) -> None:
         flat = s * self.storage.stream_len + p

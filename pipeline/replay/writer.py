@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ring import FIRST, LAST, TERM, TRUNC
+from ..ring import FIRST, LAST, STATS, TERM, TRUNC
 from .storage import Storage
 
 
@@ -15,6 +15,12 @@ class StreamWriter:
 
     def write(self, collector: int, frames: np.ndarray, fields: dict) -> None:
         st = self.storage
+        stats_only = (fields["flags"] & STATS) != 0
+        if stats_only.any():  # a dropped game's statistics: nothing to store
+            keep = ~stats_only
+            frames, fields = frames[keep], {k: v[keep] for k, v in fields.items()}
+            if not len(frames):
+                return
         s = collector * self.envs_per_collector + fields["env"].astype(np.int64)
         # Rank of each record among this chunk's records of the same stream, so a chunk that
         # holds several steps of each env is written with one fancy-indexed copy.
@@ -35,18 +41,23 @@ class StreamWriter:
             uniq = sorted_s[starts]
             st.pos[uniq] = (st.pos[uniq] + counts) % st.stream_len
             st.written[uniq] += counts
-        if self.on_write is not None:
-            self.on_write(s, p, fields["flags"])
+            if self.on_write is not None:  # under the lock, like every other sampler update
+                self.on_write(s, p, fields["flags"])
 
     def _close_broken_stream(self, s: int, p: int, index: int) -> None:
         """A FIRST record whose predecessor did not end an episode means the stream broke (a
         collector restarted, or a batch was dropped): end the old episode as truncated at its
-        last record, so neither stacks nor n-step returns run across the break."""
+        last record, so neither stacks nor n-step returns run across the break.
+
+        A predecessor that ended with TERM needs nothing (no bootstrap), nor one that is a LAST
+        record. One that ended with TRUNC but lost the LAST record after it (its collector died
+        in between) would bootstrap from this FIRST frame of another episode: it becomes the
+        LAST record instead, and the transition before it the truncated one."""
         st, L = self.storage, self.storage.stream_len
         if index < 2:
             return
         prev, prev2 = (p - 1) % L, (p - 2) % L
-        if st.flags[s, prev] & (TERM | TRUNC | LAST):
+        if st.flags[s, prev] & (TERM | LAST):
             return
         st.flags[s, prev] |= LAST
         if not st.flags[s, prev2] & (TERM | TRUNC | LAST):

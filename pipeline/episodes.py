@@ -1,0 +1,123 @@
+"""Whole games as the learner sees them, and the score they add up to.
+
+The score is the mean raw return (or, for Mario, the mean distance) of the last ``window``
+whole games: the figure users and papers quote. ``ScoreTracker`` follows it game by game and
+records when it first reaches each milestone, in wall-clock minutes, agent steps, updates and
+samples trained: what time to score means. The trainer uses it to stop at a target, and the
+time-to-score benchmark replays a run's ``episodes.jsonl`` through it, so both count alike.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+EPISODES_NAME = "episodes.jsonl"
+SCORE_WINDOW = 20
+METRICS = ("return", "distance")
+
+
+class Episode(NamedTuple):
+    """One whole game (not one life), as it left the replay writer."""
+    ret: float        # raw return, before reward clipping
+    length: int       # agent steps
+    x_pos: float      # Mario: the distance reached; NaN for other games
+    flag: bool        # Mario: the flag was reached
+    env_steps: int    # agent steps consolidated when the game ended (all envs)
+    t: float          # time.monotonic() when the game reached the learner
+
+
+@dataclass(frozen=True)
+class Milestone:
+    value: float
+    minutes: float
+    env_steps: int
+    updates: int
+    samples_trained: int
+    games: int
+
+
+class ScoreTracker:
+    """Rolling mean of the last ``window`` games and the first crossing of each milestone.
+
+    A milestone counts only once ``window`` games are in the mean, so one lucky early game does
+    not count as a score."""
+
+    def __init__(self, milestones=(), window: int = SCORE_WINDOW, metric: str = "return"):
+        if metric not in METRICS:
+            raise ValueError(f"score metric {metric!r}: choose one of {METRICS}")
+        self.milestones = sorted(float(m) for m in milestones)
+        self.window, self.metric = window, metric
+        self.recent: collections.deque = collections.deque(maxlen=window)
+        self.reached: dict[float, Milestone] = {}
+        self.games = 0
+        self.best: float | None = None
+
+    def value_of(self, ep: dict) -> float:
+        return float(ep["return"] if self.metric == "return" else ep["distance"])
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.recent) if len(self.recent) == self.window else None
+
+    def add(self, value: float, minutes: float, env_steps: int, updates: int, samples_trained: int) -> list[Milestone]:
+        """One whole game's score; returns the milestones it made the rolling mean reach."""
+        self.recent.append(value)
+        self.games += 1
+        mean = self.mean
+        if mean is None:
+            return []
+        self.best = mean if self.best is None else max(self.best, mean)
+        new = [Milestone(m, minutes, env_steps, updates, samples_trained, self.games)
+               for m in self.milestones if m not in self.reached and mean >= m]
+        for m in new:
+            self.reached[m.value] = m
+        return new
+
+    def add_row(self, row: dict) -> list[Milestone]:
+        """One ``episodes.jsonl`` row (see ``episode_row``)."""
+        return self.add(self.value_of(row), row["wall_s"] / 60, row["env_steps"], row["updates"],
+                        row["samples_trained"])
+
+    def summary(self) -> dict:
+        return {"metric": self.metric, "window": self.window, "games": self.games, "best_mean": self.best,
+                "last_mean": self.mean,
+                "milestones": [asdict(self.reached[m]) if m in self.reached else {"value": m, "minutes": None}
+                               for m in self.milestones]}
+
+
+def episode_row(ep: Episode, wall_s: float, updates: int, samples_trained: int) -> dict:
+    """The ``episodes.jsonl`` row of one game: what it scored, and when in the run it ended."""
+    row = {"wall_s": round(wall_s, 3), "env_steps": ep.env_steps, "updates": updates,
+           "samples_trained": samples_trained, "return": ep.ret, "length": ep.length}
+    if ep.x_pos == ep.x_pos:  # not NaN: a game that reports a distance (Mario)
+        row["distance"], row["flag"] = ep.x_pos, ep.flag
+    return row
+
+
+def read_episodes(run_dir: str | Path) -> list[dict]:
+    """Rows of a run's episodes.jsonl; a half-written last line (a killed run) is skipped."""
+    path = Path(run_dir) / EPISODES_NAME
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; pass a run directory written by mario_rl_optimized.py")
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def score_run(rows: list[dict], milestones=(), window: int = SCORE_WINDOW, metric: str = "return") -> tuple[dict, list]:
+    """Replay a run's games through a tracker: (summary, [(minutes, steps, rolling mean)])."""
+    tracker = ScoreTracker(milestones, window, metric)
+    curve = []
+    for row in rows:
+        tracker.add_row(row)
+        if tracker.mean is not None:
+            curve.append((row["wall_s"] / 60, row["env_steps"], tracker.mean))
+    return tracker.summary(), curve

@@ -1,0 +1,101 @@
+"""The replay on disk, so ``--resume`` goes on training from the same replay instead of refilling
+it for ``learning_starts`` steps (SB3 #1016, rl-baselines3-zoo #490 ask for this).
+
+One compressed ``.npz`` beside the checkpoint: every stream's frames, actions, rewards and flags,
+each stream's write position and count, the prioritized sampler's tree, and a ``meta`` entry
+that names the env, frame stack, capacity and stream count it fits and the agent-step count of
+the checkpoint it belongs to. numpy writes each array into the zip in 16 MB chunks, so a save
+needs about that much memory beyond the replay itself. Written to a temp file, fsynced and
+renamed, like the checkpoint: a full disk leaves the previous file intact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+REPLAY_NAME = "replay.npz"
+ARRAYS = ("frames", "action", "reward", "flags", "pos", "written")
+
+
+class ReplayFileError(RuntimeError):
+    """A replay file that cannot be used; the message names the file, the problem and the fix."""
+
+
+def save(replay, path: str | Path, meta: dict) -> tuple[int, float]:
+    """Write the replay (no writer may run meanwhile); returns (bytes on disk, seconds)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    t0 = time.perf_counter()
+    st = replay.storage
+    arrays = {name: getattr(st, name) for name in ARRAYS}
+    if replay.sampler.prioritized:
+        arrays["tree"] = replay.sampler.tree.tree
+        arrays["max_priority"] = np.float64(replay.sampler.max_priority)
+    full_meta = {**meta, "capacity": st.capacity, "num_streams": st.num_streams, "version": 1}
+    arrays["meta"] = np.frombuffer(json.dumps(full_meta).encode(), np.uint8)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez_compressed(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise ReplayFileError(f"could not write the replay {path}: {e.strerror or e}; the previous replay file "
+                              "is untouched. Free disk space, or pass --save-replay false") from None
+    return path.stat().st_size, time.perf_counter() - t0
+
+
+def read_meta(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        with np.load(path) as z:
+            return json.loads(bytes(z["meta"]).decode())
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, json.JSONDecodeError) as e:
+        raise ReplayFileError(f"replay file {path} is truncated or corrupt ({type(e).__name__}); delete it to "
+                              "resume with a refilled replay, or pass --save-replay false") from None
+
+
+def check_fits(path: str | Path, env: str, frame_stack: int, capacity: int, num_streams: int) -> dict:
+    """The file's meta if it was saved by a run of the same env, frame stack and replay shape;
+    a ReplayFileError naming both sides otherwise."""
+    meta = read_meta(path)
+    want = {"env": env, "frame_stack": frame_stack, "capacity": capacity, "num_streams": num_streams}
+    for key, value in want.items():
+        if meta.get(key) != value:
+            what = {"capacity": "replay capacity (--buffer-size, rounded to whole streams)",
+                    "num_streams": "env stream count (--num-collectors x --envs-per-collector)"}.get(key, key)
+            raise ReplayFileError(f"replay file {path} was saved with {what} {meta.get(key)!r} but this run has "
+                                  f"{value!r}; resume with the same settings, or pass --save-replay false to refill")
+    return meta
+
+
+def load(replay, path: str | Path, env: str, frame_stack: int) -> dict:
+    """Fill ``replay`` from a file saved by a run of the same shape; returns the file's meta."""
+    path = Path(path)
+    st = replay.storage
+    meta = check_fits(path, env, frame_stack, st.capacity, st.num_streams)
+    try:
+        with np.load(path) as z, st.lock:
+            for name in ARRAYS:
+                getattr(st, name)[...] = z[name]
+            if replay.sampler.prioritized:
+                if "tree" in z.files:
+                    replay.sampler.tree.tree[...] = z["tree"]
+                    replay.sampler.max_priority = float(z["max_priority"])
+                else:  # saved without priorities: every stored transition starts at priority 1
+                    s, p = np.divmod(np.arange(st.capacity), st.stream_len)
+                    filled = p < np.minimum(st.written, st.stream_len)[s]
+                    replay.sampler.on_write(s[filled], p[filled], st.flags[s[filled], p[filled]])
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
+        raise ReplayFileError(f"replay file {path} is truncated or corrupt ({type(e).__name__}); delete it to "
+                              "resume with a refilled replay, or pass --save-replay false") from None
+    return meta

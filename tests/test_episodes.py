@@ -1,0 +1,61 @@
+"""Time to score, counted game by game: the rolling mean of the last 20 whole games, the first
+crossing of each milestone, and the step axis of the learning curves."""
+import json
+
+import pytest
+
+from pipeline.curves import format_steps
+from pipeline.episodes import EPISODES_NAME, ScoreTracker, read_episodes, score_run
+
+
+def row(i, ret, **kw):
+    return {"wall_s": 60.0 * i, "env_steps": 1000 * i, "updates": 10 * i, "samples_trained": 320 * i,
+            "return": ret, "length": 100, **kw}
+
+
+def test_milestones_count_only_with_a_full_window():
+    tracker = ScoreTracker([-15, 0, 18], window=20)
+    assert tracker.add_row(row(1, 21.0)) == []  # one lucky game is not a score
+    for i in range(2, 20):
+        tracker.add_row(row(i, -21.0))
+    assert tracker.mean is None and tracker.reached == {}
+    reached = tracker.add_row(row(20, -21.0))
+    assert reached == [] and tracker.mean == pytest.approx((21 - 19 * 21) / 20)
+
+
+def test_first_crossing_records_minutes_steps_updates_and_samples():
+    rows = [row(i, -21.0) for i in range(1, 21)] + [row(i, 21.0) for i in range(21, 60)]
+    summary, curve = score_run(rows, [-15, 0, 18])
+    by_value = {m["value"]: m for m in summary["milestones"]}
+    # the mean of the last 20 passes -15 when 3 of them are wins: game 23
+    assert by_value[-15]["minutes"] == 23.0 and by_value[-15]["env_steps"] == 23_000
+    assert by_value[-15]["updates"] == 230 and by_value[-15]["samples_trained"] == 7360 and by_value[-15]["games"] == 23
+    assert by_value[0]["env_steps"] == 30_000  # 10 wins of 20
+    assert by_value[18]["env_steps"] == 39_000  # (19 * 21 - 21) / 20 = 18.9
+    assert summary["best_mean"] == 21.0 and curve[0] == (20.0, 20_000, -21.0)
+
+
+def test_a_milestone_never_reached_is_reported_as_none():
+    summary, _ = score_run([row(i, -20.0) for i in range(1, 30)], [-15, 18])
+    assert [m["minutes"] for m in summary["milestones"]] == [None, None]
+
+
+def test_distance_metric_for_mario():
+    rows = [row(i, 0.0, distance=1500.0, flag=False) for i in range(1, 21)]
+    summary, _ = score_run(rows, [1000], metric="distance")
+    assert summary["milestones"][0]["env_steps"] == 20_000
+    with pytest.raises(ValueError, match="score metric"):
+        ScoreTracker([1], metric="speed")
+
+
+def test_read_episodes_skips_a_half_written_last_line(tmp_path):
+    (tmp_path / EPISODES_NAME).write_text(json.dumps(row(1, 1.0)) + "\n" + '{"wall_s": 1')
+    assert read_episodes(tmp_path) == [row(1, 1.0)]
+    with pytest.raises(FileNotFoundError, match="episodes.jsonl"):
+        read_episodes(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("x,label", [(0, "0"), (950, "950"), (100_000, "100k"), (150_000, "150k"),
+                                     (1_000_000, "1M"), (1_200_000, "1.2M"), (12_500_000, "12.5M")])
+def test_step_axis_labels_are_short(x, label):
+    assert format_steps(x) == label

@@ -1,0 +1,105 @@
+"""The replay saved with the final checkpoint: a resume samples exactly the batches an
+uninterrupted run would have, a foreign or corrupt file is refused by name, and a full disk
+leaves the previous file intact."""
+import resource
+import signal
+
+import numpy as np
+import pytest
+import torch
+
+from models import build_model
+from pipeline.replay import Replay, snapshot
+from pipeline.rollout import Rollout
+from wrappers import BatchedEnv, EnvOptions
+
+CATCH = "tests.catch_env:Catch-v0"
+M = 4
+
+
+def catch_replay(prioritized=False, steps=300, capacity=4000):
+    """A replay filled by the real Rollout playing the catch game (random actions)."""
+    torch.manual_seed(0)
+    env = BatchedEnv(CATCH, EnvOptions(), M)
+    model = build_model("batchnorm", 4, env.n_actions).eval()
+    rollout = Rollout(env, model, 4, True, seed=3)
+    replay = Replay(capacity, 1, M, 4, 3, 0.99, prioritized=prioritized, seed=7)
+    for _ in range(steps):
+        frames, fields, _, _ = rollout.step(1.0)
+        replay.writer.write(0, frames, fields)
+    env.close()
+    return replay
+
+
+def same_batch(a, b):
+    for k in ("stream", "pos", "obs", "next_obs", "action", "return", "discount", "weights"):
+        if a[k] is None:
+            assert b[k] is None, k
+        else:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_resumed_replay_samples_the_batches_of_an_uninterrupted_run(tmp_path, prioritized):
+    replay = catch_replay(prioritized)
+    if prioritized:
+        b = replay.sample(64)
+        replay.update_priorities(b["stream"], b["pos"], np.linspace(0.1, 5, 64))
+    rng_state = replay.sampler.rng.bit_generator.state  # what the checkpoint stores
+    size, took = snapshot.save(replay, tmp_path / "replay.npz", {"env": CATCH, "frame_stack": 4, "env_steps": 1200})
+    assert size < replay.storage.nbytes() / 5  # catch frames are mostly black: they compress
+    resumed = Replay(4000, 1, M, 4, 3, 0.99, prioritized=prioritized, seed=123)
+    meta = snapshot.load(resumed, tmp_path / "replay.npz", CATCH, 4)
+    assert meta["env_steps"] == 1200 and len(resumed) == len(replay) == 1200
+    resumed.sampler.rng.bit_generator.state = rng_state
+    for _ in range(5):
+        same_batch(replay.sample(32), resumed.sample(32))
+
+
+@pytest.mark.parametrize("change,named", [
+    (dict(env="ALE/Pong-v5"), "env 'tests.catch_env:Catch-v0'"),
+    (dict(frame_stack=2), "frame_stack 4"),
+    (dict(capacity=8000), "replay capacity (--buffer-size, rounded to whole streams) 4000"),
+    (dict(num_streams=8), "env stream count (--num-collectors x --envs-per-collector) 4"),
+])
+def test_replay_of_other_settings_is_refused_naming_both(tmp_path, change, named):
+    replay = catch_replay(steps=20)
+    path = tmp_path / "replay.npz"
+    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4, "env_steps": 80})
+    want = {"env": CATCH, "frame_stack": 4, "capacity": 4000, "num_streams": M, **change}
+    with pytest.raises(snapshot.ReplayFileError) as e:
+        snapshot.check_fits(path, **want)
+    msg = str(e.value)
+    assert str(path) in msg and named in msg and repr(list(change.values())[0]) in msg and "--save-replay false" in msg
+
+
+def test_corrupt_replay_file_is_refused_by_name(tmp_path):
+    path = tmp_path / "replay.npz"
+    path.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(snapshot.ReplayFileError, match="replay.npz is truncated or corrupt"):
+        snapshot.read_meta(path)
+
+
+def test_full_disk_during_the_save_leaves_the_previous_replay(tmp_path):
+    replay = Replay(2000, 1, 1, 4, 3, 0.99, seed=0)
+    rng = np.random.default_rng(0)
+    replay.writer.write(0, rng.integers(0, 255, (100, 84, 84), dtype=np.uint8),
+                        {"env": np.zeros(100, np.uint16), "action": np.zeros(100, np.uint8),
+                         "reward": np.zeros(100, np.float32), "flags": np.r_[1, np.zeros(99)].astype(np.uint8)})
+    path = tmp_path / "replay.npz"
+    snapshot.save(replay, path, {"env": "x", "frame_stack": 4, "env_steps": 100})
+    before = path.read_bytes()
+    replay.writer.write(0, rng.integers(0, 255, (900, 84, 84), dtype=np.uint8),
+                        {"env": np.zeros(900, np.uint16), "action": np.zeros(900, np.uint8),
+                         "reward": np.zeros(900, np.float32), "flags": np.zeros(900, np.uint8)})
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 100_000, old_limit[1]))  # the disk "fills"
+    try:
+        with pytest.raises(snapshot.ReplayFileError, match="could not write the replay .*previous replay file"):
+            snapshot.save(replay, path, {"env": "x", "frame_stack": 4, "env_steps": 1000})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
+        signal.signal(signal.SIGXFSZ, old_handler)
+    assert path.read_bytes() == before and not (tmp_path / "replay.npz.tmp").exists()
+    assert snapshot.read_meta(path)["env_steps"] == 100
