@@ -204,6 +204,80 @@ def bench_acting(n_windows: int) -> list[dict]:
     return rows
 
 
+def update_flops(cfg) -> float:
+    """Floating-point operations of one learner update at ``cfg`` (forward and backward on s, the
+    target and Double-DQN forwards on s'), counted by torch's FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from pipeline.learner import Learner
+
+    lrn = Learner(cfg, 4, 6, torch.device("cpu"))
+    rng, bs = np.random.default_rng(0), cfg.batch_size
+    b = lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
+                       "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
+                       "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
+                       "discount": np.full(bs, 0.99, np.float32), "weights": None})
+    with FlopCounterMode(display=False) as fc:
+        lrn.update([b])
+    return float(fc.get_total_flops())
+
+
+def matmul_peak(dtype: torch.dtype, n_windows: int) -> float:
+    """FLOP/s of a large matrix product at ``dtype`` on this process's threads: the practical peak
+    a learner could reach here."""
+    a = torch.randn(2048, 2048).to(dtype)
+    b = torch.randn(2048, 2048).to(dtype)
+
+    def rate():
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < 0.5:
+            torch.mm(a, b)
+            n += 1
+        return n * 2 * 2048 ** 3 / (time.perf_counter() - t0)
+    return windows(rate, n_windows)
+
+
+def bench_learner_grid(seconds: float, n_windows: int, batches=(32, 64, 128), threads=(1, 2)) -> list[dict]:
+    """The learner alone (one preloaded batch) against the same learner inside the pipeline (this
+    machine's profile, Pong, replay ratio 8), per batch and thread count; and the share of the
+    CPU's practical peak (a large matmul at the learner's precision) that each reaches."""
+    from config_optimized import build_config, detect_hardware
+
+    hw = detect_hardware()
+    rows = []
+    for th in threads:
+        torch.set_num_threads(th)
+        base, _, _ = build_config({"env": "ALE/Pong-v5"}, hw)
+        peak = matmul_peak(torch.bfloat16 if base.amp and hw.cpu_bf16 else torch.float32, n_windows)
+        for bs in batches:
+            cfg = dataclasses.replace(base, batch_size=bs, learner_threads=th)
+            alone = learner_updates_per_s(cfg, n_windows)
+            flops = update_flops(cfg)
+            print(f"  learner batch {bs}, {th} thread(s): alone {alone:.1f} updates/s; in the pipeline ...", flush=True)
+            res = run_row("profile", {"extra": {"batch_size": bs, "learner_threads": th}}, seconds)
+            inside = res.get("updates_per_s")
+            rows.append({"batch": bs, "threads": th, "precision": "bf16" if cfg.amp and hw.cpu_bf16 else "fp32",
+                         "updates_per_s_alone": alone, "updates_per_s_in_pipeline": inside,
+                         "in_pipeline_vs_alone": inside / alone if inside else None,
+                         "gflop_per_update": flops / 1e9, "peak_gflops": peak / 1e9,
+                         "peak_share_alone": alone * flops / peak,
+                         "peak_share_in_pipeline": inside * flops / peak if inside else None,
+                         "error": res.get("error")})
+    return rows
+
+
+def print_learner_grid(rows: list[dict]) -> None:
+    print("\n| batch | threads | precision | updates/s alone | updates/s in pipeline | in pipeline / alone "
+          "| GFLOP/update | share of peak alone | in pipeline |\n|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        inside = r["updates_per_s_in_pipeline"]
+        print(f"| {r['batch']} | {r['threads']} | {r['precision']} | {r['updates_per_s_alone']:.1f} "
+              f"| {'failed' if inside is None else format(inside, '.1f')} "
+              f"| {'n/a' if inside is None else format(100 * r['in_pipeline_vs_alone'], '.0f') + '%'} "
+              f"| {r['gflop_per_update']:.2f} | {100 * r['peak_share_alone']:.0f}% of {r['peak_gflops']:.0f} GFLOP/s "
+              f"| {'n/a' if inside is None else format(100 * r['peak_share_in_pipeline'], '.0f') + '%'} |")
+
+
 # ----------------------------------------------------------------------------- collector overhead
 def _collector_loop(ring_name, seconds, out_q):
     from models import build_model
@@ -282,9 +356,9 @@ LADDER = [
     ("4. + collector process, ring, consolidation thread", "pipeline", {}),
     ("5. + mixed precision", "pipeline", {"amp": True}),
     ("6. + torch.compile", "pipeline", {"amp": True, "compile": True}),
-    ("7. + batch 128 x 2 accumulated (replay ratio kept)", "pipeline", {"amp": True, "compile": True,
-                                                                        "batch_size": 128, "grad_accum_steps": 2}),
-    ("8. auto profile for this machine", "profile", {}),
+    ("7. batch 128 x 2 accumulated: fewer, larger updates (a recipe change, not a systems gain)", "pipeline",
+     {"amp": True, "compile": True, "batch_size": 128, "grad_accum_steps": 2}),
+    ("8. auto profile for this machine (its model and batch, at the ladder's replay ratio 8)", "profile", {}),
 ]
 # Settings every ladder row shares; rows 1-7 differ only in what the ladder adds.
 LADDER_BASE = dict(env="ALE/Pong-v5", model_arch="nature", amp=False, compile=False, batch_size=32,
@@ -429,7 +503,8 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     """Rows 4-8 and autotune trials: the real Trainer (collector processes, rings, consolidation,
     replay, learner), measured for ``seconds`` in time windows once the collectors run at the
     learner's pace.
-    ``spec`` is {"profile": True} (this machine's auto profile) or {"overrides": {...}}."""
+    ``spec`` is {"profile": True} (this machine's auto profile at the ladder's replay ratio, plus
+    any ``"extra"`` options) or {"overrides": {...}}."""
     import tempfile
     import threading
 
@@ -441,7 +516,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run = {**BENCH_RUN, "run_dir": tmp, "env": "ALE/Pong-v5"}
         if spec.get("profile"):
-            cfg, hw, name = build_config(run, hw)
+            cfg, hw, name = build_config({**run, "replay_ratio": LADDER_BASE["replay_ratio"], **spec.get("extra", {})}, hw)
         else:
             cfg, name = Config(**{**spec["overrides"], **run}), "explicit"
         validate(cfg, hw)
@@ -507,7 +582,7 @@ def _row_entry(mode, params, seconds, window_s, out_q):
             if mode == "sync":
                 res = _sync_row(params["kind"], seconds, window_s)
             elif mode == "profile":
-                res = _pipeline_row({"profile": True}, seconds, window_s)
+                res = _pipeline_row({"profile": True, **params}, seconds, window_s)
             elif mode == "pipeline":
                 res = _pipeline_row({"overrides": {**LADDER_BASE, **params}}, seconds, window_s)
             else:  # "explicit": a complete set of overrides (autotune)
@@ -776,6 +851,7 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     from mario_rl_optimized import parse_args
     from pipeline.episodes import read_episodes, score_run
 
+    runs_dir = os.path.abspath(runs_dir)  # the training run starts in the project folder
     args = parse_args(train_args)
     cfg, hw, profile = build_config(args)
     for w in validate(cfg, hw):
@@ -915,7 +991,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
     ap.add_argument("--seconds", type=float, help="measured seconds per ladder row after learning starts")
-    ap.add_argument("--only", choices=["ladder", "components"], help="run one half only")
+    ap.add_argument("--only", choices=["ladder", "components", "learner"],
+                    help="run one part only (learner: updates/s alone vs in the pipeline at batch 32/64/128, "
+                         "1 and 2 threads, and the share of the CPU's peak)")
     ap.add_argument("--rows", metavar="N,N", help="ladder rows to run, e.g. 4,8 (row 1, the baseline, always runs)")
     ap.add_argument("--profile", metavar="DIR", nargs="?", const="profiles",
                     help="instead: torch.profiler over learner and collector steps; traces go to DIR")
@@ -966,13 +1044,16 @@ def main(argv=None) -> int:
     m = result["machine"]
     print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, GPU {m['gpu']}; "
           f"load average at start {m['load_avg_at_start']}", flush=True)
-    if args.only != "components":
+    if args.only == "learner":
+        result["learner_grid"] = bench_learner_grid(seconds, nw)
+        print_learner_grid(result["learner_grid"])
+    if args.only not in ("components", "learner"):
         result["rows"] = bench_ladder(seconds, args.quick, rows)
         print_ladder(result["rows"])
         if args.plot:
             plot_ladder(result["rows"], args.plot)
             print(f"\nLadder chart: {args.plot}")
-    if args.only != "ladder":
+    if args.only not in ("ladder", "learner"):
         print("\nComponents ...", flush=True)
         torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
         c = result["components"]

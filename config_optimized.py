@@ -37,6 +37,13 @@ def doc(text: str, default, **kw):
     return field(default=default, metadata={"help": text, **kw})
 
 
+RUNS_ROOT = Path("runs")
+RESUME_HERE = "here"  # a bare --resume: the run in --run-dir, or the latest
+# What makes a folder a run's: a new run must not write into another's (issue: runs overwrote
+# each other silently in a shared runs/latest).
+RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "episodes.jsonl", "train.log", "config.json", "replay.npz", "best.pt")
+
+
 @dataclass
 class Config:
     # --- what to train
@@ -101,8 +108,11 @@ class Config:
     score_metric: str = doc("what --target-score is measured in: return (raw, unclipped) or distance (Mario)", "return")
     time_limit: float = doc("stop after this many minutes of wall clock; 0 = no limit", 0.0)
     # --- run directory, logs, checkpoints
-    run_dir: str = doc("directory for checkpoints, metrics.jsonl and logs", "runs/latest")
-    resume: bool = doc("continue the run in --run-dir from its last checkpoint", False)
+    run_dir: str = doc("the run's folder (checkpoints, metrics, logs); unset = a new runs/{env}__{seed}__{time}", "")
+    resume: str = doc("continue a run from its last checkpoint: its folder, or 'latest'; a bare --resume "
+                      "continues --run-dir (or, without one, the latest run)", "", nargs="?", const=RESUME_HERE,
+                      metavar="RUN")
+    overwrite: bool = doc("start a new run in a --run-dir that already holds one, deleting that run's files", False)
     checkpoint_interval: int = doc("optimizer steps between checkpoints", 5_000)
     save_replay: bool = doc("save the replay (compressed) with the final checkpoint, so --resume trains on at once "
                             "instead of refilling it; turn off for huge buffers", True)
@@ -245,6 +255,15 @@ def pick_profile(hw: Hardware) -> str:
             return "gpu-recommended"
         return "gpu-minimum"
     return "cpu-small" if hw.cores <= 4 else "cpu-large"
+
+
+def profile_reason(name: str, hw: Hardware) -> str:
+    """Why the auto profile is ``name`` on this machine (or that it was asked for)."""
+    if name == "autotuned":
+        return f"{AUTOTUNED_PROFILE} exists (written by benchmark_performance.py --autotune)"
+    if name.startswith("gpu"):
+        return f"CUDA GPU with {hw.gpu_mem_bytes / 2**30:.1f} GiB, {hw.cores} cores, {hw.ram_bytes / 2**30:.0f} GiB RAM"
+    return f"no CUDA GPU, {hw.cores} cores ({'<=' if hw.cores <= 4 else '>'} 4)"
 
 
 def scale_profile(name: str, hw: Hardware) -> dict:
@@ -398,7 +417,10 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         default = f.default
         kind = f.metadata.get("type", type(default))
         help_text = f"{f.metadata['help']} (default: {default!r}, or the profile's)"
-        if kind is bool:
+        if "nargs" in f.metadata:
+            parser.add_argument(flag, type=kind, nargs=f.metadata["nargs"], const=f.metadata["const"], default=None,
+                                metavar=f.metadata.get("metavar"), help=help_text)
+        elif kind is bool:
             parser.add_argument(flag, type=_parse_bool, nargs="?", const=True, default=None, metavar="BOOL", help=help_text)
         else:
             parser.add_argument(flag, type=kind, default=None, help=help_text)
@@ -420,6 +442,59 @@ def build_config(args: argparse.Namespace | dict | None = None, hw: Hardware | N
     cfg = Config(**{**over, **given})
     cfg.profile = name
     return cfg, hw, name
+
+
+# ----------------------------------------------------------------------------- run folders
+def has_run(run_dir: Path) -> bool:
+    return run_dir.is_dir() and any((run_dir / name).exists() for name in RUN_FILES)
+
+
+def resumable(run_dir: Path) -> bool:
+    return (run_dir / "checkpoint.pt").is_file()
+
+
+def latest_run(root: Path = RUNS_ROOT) -> Path:
+    """The newest resumable run under ``root``: the ``latest`` link new runs leave (a real folder
+    of that name is an old run, not a pointer), else the newest folder."""
+    link = root / "latest"
+    if link.is_symlink() and resumable(link):
+        return link.resolve()
+    runs = [d for d in root.glob("*") if d.is_dir() and not d.is_symlink() and resumable(d)] if root.is_dir() else []
+    if not runs:
+        raise ConfigError(f"--resume latest: no run under {root}/; pass the run's folder (--resume runs/NAME)")
+    return max(runs, key=lambda d: d.stat().st_mtime)
+
+
+def resolve_run_dir(cfg: Config, now: float | None = None, root: Path = RUNS_ROOT) -> Config:
+    """The folder this run writes: the one to resume, the one given, or a new
+    ``runs/{env}__{seed}__{time}``. A given folder that holds another run is refused unless
+    --resume or --overwrite says what to do with it."""
+    import time
+
+    if cfg.resume:
+        if cfg.resume == "latest" or (cfg.resume == RESUME_HERE and not cfg.run_dir):
+            target = latest_run(root)
+        elif cfg.resume != RESUME_HERE:
+            target = Path(cfg.resume)
+            if cfg.run_dir and Path(cfg.run_dir).resolve() != target.resolve():
+                raise ConfigError(f"--resume {cfg.resume} and --run-dir {cfg.run_dir} name different runs; give one")
+        else:
+            target = Path(cfg.run_dir)
+        if not resumable(target):
+            raise ConfigError(f"--resume: {target} holds no run (no checkpoint.pt); pass a run's folder or 'latest'")
+        return dataclasses.replace(cfg, run_dir=str(target))
+    if not cfg.run_dir:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+        base = root / f"{cfg.env.replace('/', '-').replace(':', '-')}__{cfg.seed}__{stamp}"
+        target, n = base, 1
+        while target.exists():
+            n += 1
+            target = base.with_name(f"{base.name}-{n}")
+        return dataclasses.replace(cfg, run_dir=str(target))
+    if has_run(Path(cfg.run_dir)) and not cfg.overwrite:
+        raise ConfigError(f"--run-dir {cfg.run_dir!r}: already holds a run (its checkpoint, metrics or log); pass "
+                          "--resume to continue it, --overwrite to replace it, or choose another --run-dir")
+    return cfg
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,9 @@ this machine's hardware; evaluate a checkpoint; draw a run's learning curve.
     python mario_rl_optimized.py                         # Mario 1-1, auto profile
     python mario_rl_optimized.py --env ALE/Pong-v5       # Pong
     python mario_rl_optimized.py --total-steps 200000 --run-dir runs/pong --env ALE/Pong-v5
+    python mario_rl_optimized.py --env ALE/Pong-v5                   # a new folder runs/ALE-Pong-v5__1__{time}
     python mario_rl_optimized.py --run-dir runs/pong --env ALE/Pong-v5 --resume
+    python mario_rl_optimized.py --env ALE/Pong-v5 --resume latest   # the newest run under runs/
     python mario_rl_optimized.py --eval runs/pong --episodes 10 --video pong.mp4
     python mario_rl_optimized.py --plot runs/pong        # writes runs/pong/learning_curve.png
 
@@ -17,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from config_optimized import ConfigError, add_config_arguments, build_config, validate
+from config_optimized import ConfigError, add_config_arguments, build_config, resolve_run_dir, validate
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -48,6 +50,9 @@ def run_eval(args: argparse.Namespace) -> int:
     res = evaluate(args.eval, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,
                    epsilon=args.eval_epsilon)
     print(res.summary(), flush=True)
+    path = Path(args.eval)
+    out = res.write((path if path.is_dir() else path.parent) / "eval.json")
+    print(f"[EVAL] results: {out}", flush=True)
     if args.video:
         print(f"[EVAL] video of episode 1: {args.video}", flush=True)
     return 0
@@ -80,6 +85,7 @@ def main(argv=None) -> int:
         if args.eval:
             return run_eval(args)
         cfg, hw, profile = build_config(args)
+        cfg = resolve_run_dir(cfg)
         for warning in validate(cfg, hw):
             print(f"[MAIN] Warning: {warning}", flush=True)
         if cfg.resume:

@@ -44,13 +44,21 @@ class Publisher:
 
         if self.pending is not None:
             pf, pfields = self.pending
-            frames = np.concatenate([pf, frames])
-            fields = {k: np.concatenate([pfields[k], v]) for k, v in fields.items()}
+            both = np.concatenate([pf, frames])
+            both_fields = {k: np.concatenate([pfields[k], v]) for k, v in fields.items()}
+            if self.ring.has_room(len(both)):
+                self.ring.push(both, **both_fields)
+                self.pending = None
+                return True
+            # No room for both: the step itself may still fit; the statistics wait.
         if self.ring.push_blocking(frames, self.stop, self.drop, **fields):
-            self.pending = None
             return True
         if self.stop():
             return False
+        if self.pending is not None:  # this step's games join the ones still held back
+            pf, pfields = self.pending
+            frames = np.concatenate([pf, frames])
+            fields = {k: np.concatenate([pfields[k], v]) for k, v in fields.items()}
         self.ring.header[DROPPED_STEPS] += live
         self.rollout.break_streams()
         # Held back at most what fits beside the next step's records, so a push can succeed again.
@@ -63,6 +71,11 @@ class Publisher:
         else:
             self.pending = None
         return False
+
+
+def collector_seed(seed: int, index: int, launch: int) -> int:
+    """Env and exploration seed of one collector start: apart per collector and per start."""
+    return seed + 10_007 * index + 101 * launch
 
 
 def run_collector(index: int, cfg: dict, ring_name: str, control_name: str, n_weights: int,
@@ -104,7 +117,7 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch)
     control = ControlBlock.attach(control_name, n_weights)
     opts = EnvOptions(**cfg["_env_options"])
     env = BatchedEnv(cfg["env"], opts, M)
-    seed = cfg["seed"] + 10_007 * index + 101 * launch
+    seed = collector_seed(cfg["seed"], index, launch)
     model = build_model(cfg["model_arch"], k, env.n_actions, cfg["dueling"]).eval()
     scratch = torch.empty(n_weights)
     while not control.load_if_new(model, scratch):  # act only with the learner's weights

@@ -36,7 +36,7 @@ class Consolidator(threading.Thread):
             now = time.monotonic()
             for i in np.flatnonzero(flags & EP_END):
                 ep = Episode(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
-                             bool(flags[i] & FLAG_GET), self.env_steps, now)
+                             bool(flags[i] & FLAG_GET), self.env_steps + self.dropped_steps(), now)
                 self.episodes.append(ep)
                 self.finished.append(ep)
                 self.episodes_total += 1

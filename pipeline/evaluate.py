@@ -16,6 +16,9 @@ from models import build_model
 from . import checkpoint as ckpt
 
 
+EVAL_NAME = "eval.json"
+
+
 @dataclasses.dataclass
 class EvalResult:
     env_id: str
@@ -23,6 +26,31 @@ class EvalResult:
     lengths: list[int]
     distances: list[float]
     flags: list[bool]
+    epsilon: float = 0.0
+    checkpoint: str = ""
+
+    @property
+    def identical(self) -> bool:
+        """Every episode played the same game: a greedy policy on a deterministic game."""
+        games = list(zip(self.returns, self.lengths, self.distances or [None] * len(self.returns)))
+        return len(games) > 1 and len(set(games)) == 1
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["episodes"] = len(self.returns)
+        d["return_mean"] = statistics.fmean(self.returns)
+        d["all_episodes_identical"] = self.identical
+        return d
+
+    def write(self, path: Path) -> Path:
+        """``eval.json`` beside the checkpoint: what a script or a model card reads."""
+        import json
+        import os
+
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2))
+        os.replace(tmp, path)
+        return path
 
     def summary(self) -> str:
         n = len(self.returns)
@@ -32,6 +60,10 @@ class EvalResult:
         if self.distances:
             s += (f", distance mean {statistics.fmean(self.distances):.0f}, best {max(self.distances):.0f}, "
                   f"flag reached {sum(self.flags)}/{n}")
+        s += f", epsilon {self.epsilon:g}"
+        if self.identical:
+            s += (f"\n[EVAL] Warning: all {n} episodes were the same game (a greedy policy on a deterministic "
+                  "game); --eval-epsilon 0.05, as CleanRL evaluates, plays different ones")
         return s
 
 
@@ -79,7 +111,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     fps = env.metadata.get("render_fps", 15) if is_pixel_id(cfg.env) else 60 / max(1, cfg.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
     mario = is_mario(cfg.env)
-    res = EvalResult(cfg.env, [], [], [], [])
+    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint))
     try:
         for ep in range(episodes):
             obs, info = env.reset(seed=seed + ep)

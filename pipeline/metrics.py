@@ -40,6 +40,11 @@ class MetricsLog:
                     self.tb.add_scalar(tag, v, step, walltime=None)
             self.tb.flush()
 
+    def text(self, tag: str, markdown: str) -> None:
+        if self.tb is not None:
+            self.tb.add_text(tag, markdown)
+            self.tb.flush()
+
     def close(self) -> None:
         self.jsonl.close()
         if self.tb is not None:

@@ -86,7 +86,7 @@ class Ring:
     def free(self) -> int:
         return self.capacity - len(self)
 
-    def _has_room(self, n: int) -> bool:
+    def has_room(self, n: int) -> bool:
         if self.capacity - (self._head - self._tail_seen) >= n:
             return True
         self._tail_seen = int(self.header[TAIL])
@@ -120,12 +120,12 @@ class Ring:
         """Push, waiting for space (backpressure, wait time counted) or, with ``drop``, dropping
         the batch (counted). Returns False if the batch was dropped or ``stop()`` became true."""
         n = len(frames)
-        if not self._has_room(n):
+        if not self.has_room(n):
             if drop:
                 self.header[DROPS] += n
                 return False
             t0 = time.perf_counter_ns()
-            while not self._has_room(n):
+            while not self.has_room(n):
                 if stop():
                     return False
                 time.sleep(0.0005)

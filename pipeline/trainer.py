@@ -22,19 +22,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from config_optimized import Config, Hardware, resolve_device
+from config_optimized import RUN_FILES, RUNS_ROOT, Config, Hardware, profile_reason, resolve_device
 from models.weights import flat_size
 from wrappers.registry import is_mario
 
 from . import checkpoint as ckpt
 from . import shm
-from .collector import _epsilon_schedule, run_collector
+from .collector import _epsilon_schedule, collector_seed, run_collector
 from .consolidator import Consolidator
 from .episodes import EPISODES_NAME, SCORE_WINDOW, ScoreTracker, episode_row
 from .control import GLOBAL_STEPS, UPDATES, ControlBlock
 from .learner import Learner, TrainingDiverged
 from .metrics import MetricsLog
 from .prefetch import Prefetcher
+from .record import record_markdown, run_record, write_record
 from .replay import Replay, snapshot
 from .ring import ACT_NS, ALLOWED, ENV_STEPS, STEP_NS, THROTTLE_NS, WAIT_NS, Ring
 
@@ -99,7 +100,10 @@ class Trainer:
     # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
         cfg = self.cfg
+        if cfg.overwrite and not cfg.resume:
+            self._clear_run_dir()
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._link_latest()
         self.log = RunLog(self.run_dir, cfg.total_steps)
         stale = shm.remove_stale_segments()
         if stale:
@@ -120,9 +124,13 @@ class Trainer:
         self.wall_offset = 0.0
         self.epoch = 0
         self.refill_steps = cfg.learning_starts  # agent steps into the replay before training (again)
+        self.best_score = float("-inf")  # best mean of the last 20 games at an epoch end (best.pt)
         if cfg.resume:
             self._resume()
         self.metrics = MetricsLog(self.run_dir, cfg.tensorboard)
+        self.record = run_record(cfg, self.hw, cfg.profile, profile_reason(cfg.profile, self.hw))
+        write_record(self.run_dir, self.record)
+        self.metrics.text("run_record", record_markdown(self.record))
         self.episodes_file = open(self.run_dir / EPISODES_NAME, "a", buffering=1)
         self.score = ScoreTracker([] if cfg.target_score is None else [cfg.target_score], metric=cfg.score_metric)
         self.n_weights = flat_size(self.learner.model)
@@ -134,6 +142,7 @@ class Trainer:
         self.errors = self.ctx.Queue()
         self.cfg_dict = {**dataclasses.asdict(cfg), "_env_options": dataclasses.asdict(cfg.env_options())}
         self.collectors = [None] * cfg.num_collectors
+        self.seeds = [None] * cfg.num_collectors
         for i in range(cfg.num_collectors):
             self._start_collector(i)
         self.consolidator = Consolidator(self.rings, self.replay, cfg.consolidation_batch, self.log,
@@ -143,7 +152,32 @@ class Trainer:
                  f"{cfg.num_collectors} collector(s) x {cfg.envs_per_collector} envs ({cfg.start_method}), "
                  f"batch {cfg.batch_size} x {cfg.grad_accum_steps}, replay ratio {cfg.replay_ratio:g}, "
                  f"amp {self.learner.amp_dtype}, compile {cfg.compile}, learner threads {threads}, "
-                 f"replay {cfg.buffer_size:,} x {self.replay.storage.bytes_per_transition():,.0f} B")
+                 f"replay {cfg.buffer_size:,} x {self.replay.storage.bytes_per_transition():,.0f} B, "
+                 f"collector seeds {', '.join(map(str, self.seeds))}")
+
+    def _clear_run_dir(self) -> None:
+        """--overwrite: the old run's files go before the new run writes any."""
+        import shutil
+
+        for name in (*RUN_FILES, "learning_curve.png", "checkpoint.pt.tmp", "replay.npz.tmp"):
+            (self.run_dir / name).unlink(missing_ok=True)
+        shutil.rmtree(self.run_dir / "tb", ignore_errors=True)
+
+    def _link_latest(self) -> None:
+        """runs/latest points at the newest run under runs/ (what --resume latest continues)."""
+        root = RUNS_ROOT.resolve()
+        if self.run_dir.resolve().parent != root:
+            return
+        link = root / "latest"
+        if link.exists() and not link.is_symlink():
+            return  # a real folder from before run folders existed: leave it alone
+        tmp = root / f".latest.{os.getpid()}"
+        try:
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(self.run_dir.resolve().name)
+            os.replace(tmp, link)
+        except OSError:
+            pass
 
     def _resume(self) -> None:
         path = self.run_dir / ckpt.CHECKPOINT_NAME
@@ -154,6 +188,7 @@ class Trainer:
         self.samples_trained, self.wall_offset, self.epoch = int(c["samples_trained"]), float(c["wall_s"]), int(c["epoch"])
         # A checkpoint from before launches were counted: its step count still sets the seeds apart.
         self.launches = int(c.get("collector_launches", self.base_steps))
+        self.best_score = float(c.get("best_score", float("-inf")))
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         random.setstate(rng["python"])
@@ -161,7 +196,9 @@ class Trainer:
         self.log.start_at(self.base_steps)
         self.log(f"[MAIN] Resumed {path}: {self.base_steps:,} agent steps, {self.learner.updates:,} updates, "
                  f"epoch {self.epoch}")
-        self.refill_steps = self.cfg.learning_starts if not self._restore_replay() else 0
+        # A replay saved during warm-up still needs the rest of it.
+        restored = self._restore_replay()
+        self.refill_steps = max(0, self.cfg.learning_starts - len(self.replay)) if restored else self.cfg.learning_starts
 
     def _restore_replay(self) -> bool:
         """Load the replay saved with the checkpoint, if it belongs to it; say what happened."""
@@ -191,6 +228,7 @@ class Trainer:
                  f"in {took:.1f} s")
 
     def _start_collector(self, i: int) -> None:
+        self.seeds[i] = collector_seed(self.cfg.seed, i, self.launches)
         p = self.ctx.Process(target=run_collector, name=f"collector-{i}",
                              args=(i, self.cfg_dict, self.rings[i].name, self.control.name, self.n_weights,
                                    os.getpid(), self.errors, self.launches), daemon=True)
@@ -241,8 +279,9 @@ class Trainer:
     def train(self) -> int:
         cfg = self.cfg
         # Wall clock counts from here, set-up included: time to score is what a user waits.
-        t_start = self.t_start = time.monotonic()
+        t_start = time.monotonic()
         self._setup()
+        self.t_start = t_start  # set only once set-up is whole: shutdown reads it as "there is a run to save"
         self.consolidator.start()
         self.samples_trained_run = 0
         self.update_s_total = 0.0  # seconds inside learner.update, for outside observers (benchmark)
@@ -340,6 +379,13 @@ class Trainer:
                 "idle_s": 0.0, "wait_batch_s": 0.0, "update_s": 0.0, "skipped": 0, "coll": self._collector_ns(),
                 "cons_s": self.consolidator.busy_s}
 
+    def _eta(self, steps: int, sps: float, elapsed: float) -> str:
+        """Time left until --total-steps at this epoch's pace, or --time-limit if that comes first."""
+        left = [(self.cfg.total_steps - steps) / sps] if sps > 0 else []
+        if self.cfg.time_limit:
+            left.append(self.cfg.time_limit * 60 - elapsed)
+        return _hms(max(0.0, min(left))) if left else "n/a"
+
     def epsilon(self, steps: int) -> float:
         return _epsilon_schedule(dataclasses.asdict(self.cfg), steps)
 
@@ -373,7 +419,9 @@ class Trainer:
                  f"learner: update {100 * busy:.0f}%, wait-batch {100 * acc['wait_batch_s'] / dt:.0f}%, "
                  f"idle {100 * acc['idle_s'] / dt:.0f}% | consolidation {100 * (self.consolidator.busy_s - acc['cons_s']) / dt:.0f}% | "
                  f"collectors: env {100 * cns['step'] / ctot:.0f}%, act {100 * cns['act'] / ctot:.0f}%, "
-                 f"queue-wait {100 * cns['wait'] / ctot:.0f}%, throttled {100 * cns['throttle'] / ctot:.0f}%")
+                 f"queue-wait {100 * cns['wait'] / ctot:.0f}%, throttled {100 * cns['throttle'] / ctot:.0f}% | "
+                 f"{time.strftime('%H:%M:%S')}, elapsed {_hms(self.wall_offset + now - t_start)}, "
+                 f"ETA {self._eta(steps, sps, now - t_start)}")
         row = {"epoch": self.epoch, "env_steps": steps, "updates": self.learner.updates,
                "wall_s": round(self.wall_offset + now - t_start, 3), "loss": loss, "td_error": td, "q_mean": q_mean, "epsilon": eps,
                "return_mean": ret, "length_mean": length, "episodes": self.base_episodes + self.consolidator.episodes_total,
@@ -384,10 +432,22 @@ class Trainer:
             row["distance_mean"] = dist
             row["flag_rate"] = statistics.fmean(e.flag for e in eps_stats) if eps_stats else None
         self.metrics.write(row)
+        score = dist if mario else ret
+        if score is not None and len(eps_stats) == SCORE_WINDOW and score > self.best_score:
+            self._save_best(score, "distance" if mario else "return", steps, t_start)
+
+    def _save_best(self, score: float, metric: str, steps: int, t_start: float) -> None:
+        """best.pt: the weights whenever the mean of the last 20 training games beats every
+        earlier epoch's (free: it uses the games training played anyway)."""
+        self.best_score = score
+        path = self.save_checkpoint(t_start, BEST_NAME, best={"metric": metric, "score": score, "env_steps": steps,
+                                                              "updates": self.learner.updates})
+        self.log(f"[MAIN] Best so far: mean {metric} {score:.2f} of the last {SCORE_WINDOW} games at {steps:,} "
+                 f"agent steps; weights in {path}")
 
     # ------------------------------------------------------------------ checkpoints
-    def save_checkpoint(self, t_start: float) -> Path:
-        path = self.run_dir / ckpt.CHECKPOINT_NAME
+    def save_checkpoint(self, t_start: float, name: str = ckpt.CHECKPOINT_NAME, best: dict | None = None) -> Path:
+        path = self.run_dir / name
         state = {
             "meta": {"env": self.cfg.env, "n_actions": self.n_actions, "frame_stack": self.cfg.frame_stack,
                      "model_arch": self.cfg.model_arch, "dueling": self.cfg.dueling, "version": 1},
@@ -395,12 +455,14 @@ class Trainer:
             "learner": self.learner.state_dict(),
             "counters": {"env_steps": self.env_steps(), "episodes": self.base_episodes + self.consolidator.episodes_total,
                          "samples_trained": self.samples_trained, "epoch": self.epoch,
-                         "collector_launches": self.launches,
+                         "collector_launches": self.launches, "best_score": self.best_score,
                          "wall_s": self.wall_offset + time.monotonic() - t_start,
                          "epsilon": self.epsilon(self.env_steps())},
             "rng": {"torch": torch.get_rng_state(), "python": random.getstate(),
                     "sampler": self.replay.sampler.rng.bit_generator.state},
         }
+        if best is not None:
+            state["best"] = best
         ckpt.save(path, state)
         return path
 
@@ -437,8 +499,16 @@ class Trainer:
                 f.close()
 
 
+BEST_NAME = "best.pt"
+
+
 class CollectorsFailed(RuntimeError):
     pass
+
+
+def _hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def run_training(cfg: Config, hw: Hardware) -> int:
@@ -464,7 +534,7 @@ def run_training(cfg: Config, hw: Hardware) -> int:
     finally:
         try:
             trainer.stop_workers()
-            if hasattr(trainer, "episodes_file"):
+            if hasattr(trainer, "t_start"):
                 trainer._take_episodes(trainer.t_start)  # the games the stopped collectors finished
             if error:
                 trainer.log(f"[MAIN] Error: {error}")

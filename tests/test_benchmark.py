@@ -34,7 +34,8 @@ def test_quick_ladder_and_components(tmp_path):
     rows = data["rows"]
     assert [r["name"][:2] for r in rows] == [f"{i}." for i in range(1, 9)]
     measured = [r for r in rows if "skipped" not in r]
-    assert len(measured) >= 6 and all("error" not in r for r in rows), rows
+    # rows 5-7 need bf16/fp16 hardware (skipped on a CPU without it); the others always run
+    assert {r["name"][:2] for r in measured} >= {"1.", "2.", "3.", "4.", "8."} and all("error" not in r for r in rows), rows
     for r in measured:
         assert ROW_KEYS <= r.keys(), r
         assert r["env_steps_per_s"] > 0 and r["samples_per_s"] > 0
@@ -42,7 +43,8 @@ def test_quick_ladder_and_components(tmp_path):
         assert 5 < r["samples_per_s"] / r["env_steps_per_s"] < 11, r
     assert rows[0]["speedup_vs_baseline"] == 1.0
     assert rows[0]["bytes_per_transition"] > 50_000 and rows[1]["bytes_per_transition"] < 7_200
-    assert {r["skipped"] for r in rows if "skipped" in r} <= {"skipped with --quick (compiling takes about a minute)"}
+    assert {r["skipped"] for r in rows if "skipped" in r} <= {"skipped with --quick (compiling takes about a minute)",
+                                                              "no fp16/bf16 hardware here"}
     c = data["components"]
     for key in ("queue", "queue_per_transition", "collector_overhead", "envs", "replay", "learner", "acting",
                 "learner_in_pipeline"):

@@ -89,8 +89,9 @@ def test_dropped_pushes_do_not_join_games_in_the_replay(dropped_run):
     for i in range(1000):
         obs = [game_of(f) for f in b["obs"][i]]
         assert len({g for g, _ in obs}) == 1, f"a frame stack spans two games: {obs}"
-        steps = [t for _, t in obs]
-        assert steps == sorted(steps), obs
+        distinct = sorted({t for _, t in obs})
+        assert [t for _, t in obs] == sorted(t for _, t in obs), obs
+        assert distinct == list(range(distinct[0], distinct[-1] + 1)), f"a frame stack skips a step: {obs}"
         game, t = obs[-1]
         left = EP_LEN - t  # rewards left in this game from this step on
         if b["discount"][i] == 0:
@@ -100,6 +101,9 @@ def test_dropped_pushes_do_not_join_games_in_the_replay(dropped_run):
         else:
             nxt = [game_of(f) for f in b["next_obs"][i]]
             assert {g for g, _ in nxt} == {game}, f"bootstrapped from another game: {obs} -> {nxt}"
+            n_used = round(np.log(b["discount"][i]) / np.log(0.97))
+            assert nxt[-1][1] == t + n_used, f"bootstrapped {n_used} records on but from step {nxt[-1][1]}: {obs}"
+            assert b["return"][i] == pytest.approx(sum(0.97 ** k for k in range(n_used)))
     assert terminal > 0
 
 

@@ -1,6 +1,7 @@
 """End to end through real collector processes: Pong and Mario train, log, checkpoint and resume,
 and leave no process and no shared-memory segment behind (faults: test_faults.py)."""
 import json
+import re
 import uuid
 
 import pytest
@@ -21,6 +22,7 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
     args = ["--env", env_id, "--run-dir", str(run_dir), "--start-method", method, *FAST]
     proc, out = _run([*args, "--total-steps", "2000"], mark)
+    first_out = out
     assert proc.returncode == 0, out[-3000:]
     assert "[PROCESSOR] Processed:" in out and "Consolidated Queue:" in out
     assert "[MAIN] Epoch 1 - Loss:" in out and "Epsilon:" in out and "env steps/s" in out
@@ -39,7 +41,10 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     proc, out = _run([*args, "--total-steps", "3500", "--resume"], mark)
     assert proc.returncode == 0, out[-3000:]
     assert "Resumed" in out and "[MAIN] Replay restored from" in out and "refills" not in out
-    assert len((run_dir / "episodes.jsonl").read_text().splitlines()) >= len(games)
+    # a resumed run must not replay the first run's env seeds and exploration draws
+    seeds = [set(re.findall(r"collector seeds ([\d, ]+)", o)[0].split(", ")) for o in (first_out, out)]
+    assert seeds[0] and not seeds[0] & seeds[1], seeds
+    assert (run_dir / "episodes.jsonl").read_text().splitlines()[:len(games)] == games
     _check_clean(proc, mark)
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert state["counters"]["env_steps"] >= 3500 and state["learner"]["updates"] > first_updates

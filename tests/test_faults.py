@@ -90,13 +90,16 @@ def test_env_that_raises_is_reported_restarted_then_stops(tmp_path):
 
 def test_persistent_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    # A checkpoint after every update: a skipped update must not write one again, nor count
+    # its batch as trained.
     proc, out = run([*CATCH, "--env", "tests.catch_env:CatchNaN-v0", "--run-dir", str(run_dir),
-                     "--total-steps", "1000000000"], mark)
+                     "--total-steps", "1000000000", "--checkpoint-interval", "1"], mark)
     assert proc.returncode == 1, out[-3000:]
     assert "[MAIN] Error: training diverged: loss was NaN/inf for 100 updates in a row" in out
     assert "No final checkpoint was written" in out
     state = ckpt.load(run_dir / "checkpoint.pt")
     assert state["learner"]["updates"] > 0
+    assert state["counters"]["samples_trained"] == 32 * state["learner"]["updates"], state["counters"]
     for name, t in state["learner"]["model"].items():
         if t.is_floating_point():
             assert torch.isfinite(t).all(), f"{name} in the kept checkpoint is not finite"
@@ -171,3 +174,22 @@ def test_resume_rejects_checkpoint_of_another_game(tmp_path):
     proc, out = run(["--env", "ALE/Breakout-v5", "--run-dir", str(run_dir), "--resume"], mark)
     assert proc.returncode == 2
     assert "checkpoint.pt" in out and "env='tests.catch_env:Catch-v0'" in out and "ALE/Breakout-v5" in out
+
+
+def test_failure_during_setup_is_one_clear_line(tmp_path, monkeypatch):
+    """A failure before the run is whole (here: no room for a ring) must end in its own
+    "[MAIN] Error:" line and exit code 1, not in a crash of the shutdown code."""
+    from config_optimized import build_config
+    from pipeline import shm, trainer
+
+    cfg, hw, _ = build_config({"env": "tests.catch_env:Catch-v0", "run_dir": str(tmp_path / "run"),
+                               "buffer_size": 20_000, "envs_per_collector": 4, "tensorboard": False})
+
+    def no_room(tag, capacity, frame_shape=(84, 84)):
+        raise shm.ShmError(f"shared memory dqnrl_x_{tag} does not fit in /dev/shm (0.0 MiB free)")
+    monkeypatch.setattr(trainer.Ring, "create", no_room)
+    assert trainer.run_training(cfg, hw) == 1
+    log = (tmp_path / "run" / "train.log").read_text()
+    assert "[MAIN] Error: shared memory dqnrl_x_ring0 does not fit in /dev/shm" in log
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+    assert list(shm.SHM_DIR.glob(f"dqnrl_{os.getpid()}_*")) == []

@@ -39,7 +39,7 @@ def save(replay, path: str | Path, meta: dict) -> tuple[int, float]:
     full_meta = {**meta, "capacity": st.capacity, "num_streams": st.num_streams, "version": 1}
     arrays["meta"] = np.frombuffer(json.dumps(full_meta).encode(), np.uint8)
     try:
-        with open(tmp, "wb") as f:
+        with open(tmp, "wb") as f, st.lock:
             np.savez_compressed(f, **arrays)
             f.flush()
             os.fsync(f.fileno())
@@ -78,6 +78,25 @@ def check_fits(path: str | Path, env: str, frame_stack: int, capacity: int, num_
     return meta
 
 
+def _read_into(archive: zipfile.ZipFile, member: str, dest: np.ndarray, chunk: int = 16 * 2**20) -> None:
+    """Decompress one array of the file straight into ``dest`` in 16 MB pieces: loading the
+    replay must not need a second replay's worth of memory."""
+    with archive.open(member) as f:
+        version = np.lib.format.read_magic(f)
+        shape, fortran, dtype = np.lib.format._read_array_header(f, version)
+        if tuple(shape) != dest.shape or np.dtype(dtype) != dest.dtype or fortran:
+            raise ValueError(f"{member} holds {dtype}{tuple(shape)}, the replay needs {dest.dtype}{dest.shape}")
+        view = memoryview(dest.reshape(-1).view(np.uint8))
+        for lo in range(0, len(view), chunk):
+            piece = view[lo:lo + chunk]
+            got = 0
+            while got < len(piece):
+                n = f.readinto(piece[got:])
+                if not n:
+                    raise EOFError(f"{member} ends early")
+                got += n
+
+
 def load(replay, path: str | Path, env: str, frame_stack: int) -> dict:
     """Fill ``replay`` from a file saved by a run of the same shape; returns the file's meta."""
     path = Path(path)
@@ -86,7 +105,7 @@ def load(replay, path: str | Path, env: str, frame_stack: int) -> dict:
     try:
         with np.load(path) as z, st.lock:
             for name in ARRAYS:
-                getattr(st, name)[...] = z[name]
+                _read_into(z.zip, name + ".npy", getattr(st, name))
             if replay.sampler.prioritized:
                 if "tree" in z.files:
                     replay.sampler.tree.tree[...] = z["tree"]

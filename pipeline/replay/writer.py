@@ -54,11 +54,11 @@ class StreamWriter:
         in between) would bootstrap from this FIRST frame of another episode: it becomes the
         LAST record instead, and the transition before it the truncated one."""
         st, L = self.storage, self.storage.stream_len
-        if index < 2:
+        if index < 1:
             return
         prev, prev2 = (p - 1) % L, (p - 2) % L
         if st.flags[s, prev] & (TERM | LAST):
             return
         st.flags[s, prev] |= LAST
-        if not st.flags[s, prev2] & (TERM | TRUNC | LAST):
+        if index >= 2 and not st.flags[s, prev2] & (TERM | TRUNC | LAST):
             st.flags[s, prev2] |= TRUNC

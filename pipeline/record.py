@@ -1,0 +1,69 @@
+"""The run record: ``config.json`` in the run's folder says what ran, on what, from which code,
+so a figure can be traced to its settings (profiles change batch and replay per machine, so the
+same command means different settings elsewhere)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+RECORD_NAME = "config.json"
+PACKAGES = ("torch", "gymnasium", "ale-py", "nes-py", "gym-super-mario-bros", "numpy")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def git_commit(root: Path = ROOT) -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "not a git checkout"
+    if out.returncode != 0:
+        return "not a git checkout"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                           text=True, timeout=10).stdout.strip()
+    return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
+
+
+def versions() -> dict:
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return {"python": platform.python_version(), **found}
+
+
+def run_record(cfg, hw, profile: str, reason: str, argv: list[str] | None = None) -> dict:
+    return {"config": dataclasses.asdict(cfg), "profile": profile, "profile_reason": reason,
+            "hardware": dataclasses.asdict(hw), "hardware_summary": hw.describe(), "git_commit": git_commit(),
+            "versions": versions(), "command": [Path(sys.executable).name, *(sys.argv if argv is None else argv)],
+            "cwd": os.getcwd(), "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
+
+
+def write_record(run_dir: Path, record: dict) -> Path:
+    """``config.json``; a resumed run keeps the records of the starts before it under ``previous``."""
+    path = run_dir / RECORD_NAME
+    if path.exists():
+        try:
+            old = json.loads(path.read_text())
+            record = {**record, "previous": [*old.pop("previous", []), old]}
+        except json.JSONDecodeError:
+            pass
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2, default=str))
+    os.replace(tmp, path)
+    return path
+
+
+def record_markdown(record: dict) -> str:
+    """The record as TensorBoard text (CleanRL logs its hyperparameters the same way)."""
+    rows = "\n".join(f"|{k}|{v}|" for k, v in record["config"].items())
+    return (f"profile **{record['profile']}** ({record['profile_reason']}); {record['hardware_summary']}; "
+            f"commit {record['git_commit']}; {record['versions']}\n\n|param|value|\n|-|-|\n{rows}")

@@ -1,0 +1,103 @@
+"""Runs users can trust: each run in its own folder, no run writing into another's without
+--resume or --overwrite, config.json recording what ran, best.pt kept, ETA on the log line."""
+import json
+import os
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from config_optimized import RESUME_HERE, Config, ConfigError, latest_run, resolve_run_dir
+from tests.proc_utils import CATCH, check_clean, run
+
+
+def make_run(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "checkpoint.pt").write_bytes(b"x")
+    return folder
+
+
+def test_a_new_run_gets_a_folder_of_its_own(tmp_path):
+    cfg = resolve_run_dir(Config(env="ALE/Pong-v5", seed=3), now=0, root=tmp_path)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(0))
+    assert Path(cfg.run_dir).parent == tmp_path and Path(cfg.run_dir).name == f"ALE-Pong-v5__3__{stamp}"
+    make_run(Path(cfg.run_dir))
+    again = resolve_run_dir(Config(env="ALE/Pong-v5", seed=3), now=0, root=tmp_path)
+    assert again.run_dir == cfg.run_dir + "-2"  # same second: never the same folder
+
+
+def test_a_folder_holding_a_run_is_refused_without_resume_or_overwrite(tmp_path):
+    folder = make_run(tmp_path / "pong")
+    with pytest.raises(ConfigError, match="already holds a run.*--resume.*--overwrite"):
+        resolve_run_dir(Config(run_dir=str(folder)), root=tmp_path)
+    assert resolve_run_dir(Config(run_dir=str(folder), overwrite=True), root=tmp_path).run_dir == str(folder)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert resolve_run_dir(Config(run_dir=str(empty)), root=tmp_path).run_dir == str(empty)
+
+
+def test_resume_takes_a_folder_or_latest(tmp_path):
+    old = make_run(tmp_path / "a")
+    new = make_run(tmp_path / "b")
+    os.utime(old, (1, 1))
+    assert latest_run(tmp_path) == new
+    (tmp_path / "latest").symlink_to("a")  # the link a run leaves wins over folder times
+    make_run(tmp_path / "c").joinpath("checkpoint.pt").unlink()  # newest, but nothing to resume
+    assert latest_run(tmp_path) == old.resolve()
+    assert resolve_run_dir(Config(resume="latest"), root=tmp_path).run_dir == str(old.resolve())
+    assert resolve_run_dir(Config(resume=RESUME_HERE), root=tmp_path).run_dir == str(old.resolve())
+    assert resolve_run_dir(Config(resume=str(new)), root=tmp_path).run_dir == str(new)
+    assert resolve_run_dir(Config(resume=RESUME_HERE, run_dir=str(new)), root=tmp_path).run_dir == str(new)
+    with pytest.raises(ConfigError, match="holds no run"):
+        resolve_run_dir(Config(resume=str(tmp_path / "nothing")), root=tmp_path)
+    with pytest.raises(ConfigError, match="no run under"):
+        resolve_run_dir(Config(resume="latest"), root=tmp_path / "none")
+
+
+@pytest.mark.slow
+def test_run_record_best_model_and_no_silent_overwrite(tmp_path):
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "6000", "--seed", "5"]
+    proc, out = run(args, mark, timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    record = json.loads((run_dir / "config.json").read_text())
+    assert record["config"]["seed"] == 5 and record["config"]["env"] == "tests.catch_env:Catch-v0"
+    assert record["profile"] == "cpu-small" and "cores" in record["profile_reason"]
+    assert record["versions"]["torch"] == torch.__version__.split("+")[0]
+    assert record["git_commit"] and "--seed" in record["command"]
+    assert record["hardware"]["cores"] >= 1
+    # best.pt: the weights at the best epoch-end mean of the last 20 games, loadable by --eval
+    best = torch.load(run_dir / "best.pt", weights_only=True)
+    assert best["best"]["metric"] == "return" and best["best"]["score"] > -1.0
+    assert f"weights in {run_dir / 'best.pt'}" in out
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert state["counters"]["best_score"] == best["best"]["score"]
+    assert "ETA " in out and "elapsed 0:0" in out
+    # the same folder again, without --resume: refused before anything starts
+    before = (run_dir / "metrics.jsonl").read_text()
+    proc, out = run(args, mark)
+    assert proc.returncode == 2 and "already holds a run" in out and "--overwrite" in out
+    assert (run_dir / "metrics.jsonl").read_text() == before
+    # --overwrite: a new run in that folder, the old run's files gone first
+    proc, out = run([*args[:-4], "--total-steps", "1200", "--overwrite"], mark)
+    assert proc.returncode == 0, out[-3000:]
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["epoch"] == 1 and rows[-1]["env_steps"] < 6000
+    assert json.loads((run_dir / "config.json").read_text()).get("previous") is None
+    check_clean(proc, mark)
+
+
+def test_resumed_run_keeps_the_earlier_record(tmp_path):
+    from pipeline.record import write_record
+
+    write_record(tmp_path, {"config": {"seed": 1}})
+    write_record(tmp_path, {"config": {"seed": 1}, "resumed": True})
+    rec = json.loads((tmp_path / "config.json").read_text())
+    assert rec["resumed"] and rec["previous"] == [{"config": {"seed": 1}}]
+
+
+def test_config_default_run_dir_is_unset():
+    assert Config().run_dir == "" and replace(Config(), resume="latest").resume == "latest"
