@@ -177,3 +177,10 @@ def test_score_stop_settings_are_checked():
     assert "--time-limit -1" in _error(time_limit=-1.0)
     cfg, _, _ = build_config({"target_score": 18.0, "time_limit": 45.0}, hw(2))
     assert cfg.target_score == 18.0 and cfg.time_limit == 45.0 and validate(cfg, hw(2)) == []
+
+
+def test_cpu_small_learner_threads_leave_mario_its_collector_core():
+    pong, _, _ = build_config({"env": "ALE/Pong-v5"}, hw(2))
+    mario, _, _ = build_config({}, hw(2))  # Mario 1-1 is the default game
+    assert pong.learner_threads == 2 and mario.learner_threads == 1
+    assert build_config({"learner_threads": 2}, hw(2))[0].learner_threads == 2  # an explicit option wins
