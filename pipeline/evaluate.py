@@ -4,6 +4,7 @@ MP4 at the game's own resolution."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import statistics
 from pathlib import Path
 
@@ -28,12 +29,13 @@ class EvalResult:
     flags: list[bool]
     epsilon: float = 0.0
     checkpoint: str = ""
+    action_digests: list[str] = dataclasses.field(default_factory=list)  # one per episode
 
     @property
     def identical(self) -> bool:
-        """Every episode played the same game: a greedy policy on a deterministic game."""
-        games = list(zip(self.returns, self.lengths, self.distances or [None] * len(self.returns)))
-        return len(games) > 1 and len(set(games)) == 1
+        """Every episode took the same actions: one game played N times (a greedy policy on a
+        deterministic game)."""
+        return len(self.action_digests) > 1 and len(set(self.action_digests)) == 1
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -116,6 +118,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
         for ep in range(episodes):
             obs, info = env.reset(seed=seed + ep)
             ret, length, done, x_max = 0.0, 0, False, 0.0
+            actions = hashlib.sha1()
             while not done and length < max_steps:
                 if recorder is not None and ep == 0:
                     recorder.add(env.render())
@@ -124,6 +127,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
                 else:
                     with torch.inference_mode():
                         action = int(model(torch.from_numpy(np.asarray(obs))[None]).argmax(1))
+                actions.update(bytes((action,)))
                 obs, reward, term, trunc, info = env.step(action)
                 ret += float(reward)
                 length += 1
@@ -131,6 +135,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
                 done = term or trunc
             res.returns.append(ret)
             res.lengths.append(length)
+            res.action_digests.append(actions.hexdigest())
             if mario:
                 res.distances.append(x_max)
                 res.flags.append(bool(info.get("flag_get", False)))

@@ -83,7 +83,8 @@ def _read_into(archive: zipfile.ZipFile, member: str, dest: np.ndarray, chunk: i
     replay must not need a second replay's worth of memory."""
     with archive.open(member) as f:
         version = np.lib.format.read_magic(f)
-        shape, fortran, dtype = np.lib.format._read_array_header(f, version)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0}.get(version, np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read_header(f)
         if tuple(shape) != dest.shape or np.dtype(dtype) != dest.dtype or fortran:
             raise ValueError(f"{member} holds {dtype}{tuple(shape)}, the replay needs {dest.dtype}{dest.shape}")
         view = memoryview(dest.reshape(-1).view(np.uint8))
