@@ -145,6 +145,16 @@ def bench_replay(n_windows: int) -> dict:
 
 
 # ----------------------------------------------------------------------------- learner
+def random_batch(lrn, bs: int) -> dict:
+    """One batch of random frames (6 actions) on the learner's device: what the learner-alone
+    figures train on."""
+    rng = np.random.default_rng(0)
+    return lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
+                          "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
+                          "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
+                          "discount": np.full(bs, 0.99, np.float32), "weights": None})
+
+
 def learner_updates_per_s(cfg, n_windows: int) -> float:
     """Updates/s of the learner alone on one preloaded batch (accumulated grad_accum_steps times)."""
     from pipeline.learner import Learner
@@ -152,11 +162,7 @@ def learner_updates_per_s(cfg, n_windows: int) -> float:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch._dynamo.reset()
     lrn = Learner(cfg, 4, 6, device)
-    bs, rng = cfg.batch_size, np.random.default_rng(0)
-    b = lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                       "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                       "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
-                       "discount": np.full(bs, 0.99, np.float32), "weights": None})
+    b = random_batch(lrn, cfg.batch_size)
 
     def rate():
         t0, n = time.perf_counter(), 0
@@ -212,13 +218,8 @@ def update_flops(cfg) -> float:
     from pipeline.learner import Learner
 
     lrn = Learner(cfg, 4, 6, torch.device("cpu"))
-    rng, bs = np.random.default_rng(0), cfg.batch_size
-    b = lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                       "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                       "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
-                       "discount": np.full(bs, 0.99, np.float32), "weights": None})
     with FlopCounterMode(display=False) as fc:
-        lrn.update([b])
+        lrn.update([random_batch(lrn, cfg.batch_size)])
     return float(fc.get_total_flops())
 
 
@@ -594,11 +595,12 @@ def _row_entry(mode, params, seconds, window_s, out_q):
         out_q.put({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
 
 
-def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0) -> dict:
-    """One row in a fresh process, so its memory peak and thread settings are its own."""
+def run_in_child(entry, args: tuple, what: str) -> dict:
+    """``entry(*args, out_q)`` in a fresh spawned process, so its memory peak and thread settings
+    are its own; its one report, or an error if it died without one."""
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    p = ctx.Process(target=_row_entry, args=(mode, params, seconds, window_s, q))
+    p = ctx.Process(target=entry, args=(*args, q))
     p.start()
     while True:
         try:
@@ -606,10 +608,15 @@ def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0) -> d
             break
         except queue.Empty:
             if not p.is_alive():  # died without a word (killed, out of memory, a crash in C)
-                res = {"error": f"the row's process exited with code {p.exitcode} before reporting"}
+                res = {"error": f"{what} process exited with code {p.exitcode} before reporting"}
                 break
     p.join()
     return res
+
+
+def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0) -> dict:
+    """One row in a fresh process."""
+    return run_in_child(_row_entry, (mode, params, seconds, window_s), "the row's")
 
 
 def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> list[dict]:
@@ -722,7 +729,7 @@ def autotune(seconds: float, quick: bool = False) -> dict:
 
     hw = detect_hardware()
     base_name = pick_profile(hw)
-    best = {**scale_profile(base_name, hw), "learner_threads": 0}
+    best = {**scale_profile(base_name, hw, "ALE/Pong-v5"), "learner_threads": 0}
     grid = [("num_collectors", [1] if quick else sorted({1, 2, max(1, hw.cores // 2)})),
             ("envs_per_collector", [8, 16] if quick else [4, 8, 16]),
             ("learner_threads", [0, hw.cores])]
@@ -778,10 +785,10 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
 
     try:
         from config_optimized import Config
-        from pipeline.episodes import EPISODES_NAME, Episode, ScoreTracker, episode_row
+        from pipeline.collector import _epsilon_schedule
+        from pipeline.episodes import EPISODES_NAME, ScoreTracker, episode_row, finished_games
         from pipeline.learner import Learner
         from pipeline.replay import Replay
-        from pipeline.ring import EP_END, FLAG_GET
         from pipeline.rollout import Rollout
         from wrappers import BatchedEnv
 
@@ -796,24 +803,18 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
         t0, steps, trained = time.monotonic(), 0, 0
         with open(os.path.join(run_dir, EPISODES_NAME), "w", buffering=1) as f, \
                 contextlib.redirect_stdout(open(os.devnull, "w")):
-            while time.monotonic() - t0 < cfg.time_limit * 60 and steps < cfg.total_steps:
-                frac = min(1.0, steps / max(1, cfg.eps_decay_steps))
+            while time.monotonic() - t0 < cfg.time_limit * 60 and steps < cfg.total_steps and not tracker.reached:
                 learner.model.eval()  # act on running statistics, as the collectors do
-                frames, fields, live, _ = rollout.step(cfg.eps_start + frac * (cfg.eps_end - cfg.eps_start))
+                frames, fields, live, _ = rollout.step(_epsilon_schedule(cfg_dict, steps))
                 replay.writer.write(0, frames, fields)
                 steps += live
                 while steps >= cfg.learning_starts and (steps - cfg.learning_starts) * cfg.replay_ratio - trained >= cfg.batch_size:
                     learner.update([learner.to_device(replay.sample(cfg.batch_size))])
                     trained += cfg.batch_size
-                for i in map(int, np.flatnonzero(fields["flags"] & EP_END)):
-                    ep = Episode(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
-                                 bool(fields["flags"][i] & FLAG_GET), steps, time.monotonic())
+                for ep in finished_games(fields, steps, time.monotonic()):
                     row = episode_row(ep, ep.t - t0, learner.updates, trained)
                     f.write(json.dumps(row) + "\n")
-                    if tracker.add_row(row):
-                        break
-                if tracker.reached:
-                    break
+                    tracker.add_row(row)
         env.close()
         out_q.put({"env_steps": steps, "updates": learner.updates, "samples_trained": trained,
                    "wall_s": time.monotonic() - t0})
@@ -824,20 +825,7 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
 
 
 def run_baseline(cfg, run_dir: str) -> dict:
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=_baseline_entry, args=(dataclasses.asdict(cfg), run_dir, q))
-    p.start()
-    while True:
-        try:
-            res = q.get(timeout=1.0)
-            break
-        except queue.Empty:
-            if not p.is_alive():
-                res = {"error": f"the baseline's process exited with code {p.exitcode} before reporting"}
-                break
-    p.join()
-    return res
+    return run_in_child(_baseline_entry, (dataclasses.asdict(cfg), run_dir), "the baseline's")
 
 
 def time_to_score(train_args: list[str], target: float, minutes: float, milestones, runs_dir: str,

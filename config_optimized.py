@@ -266,9 +266,9 @@ def profile_reason(name: str, hw: Hardware) -> str:
     return f"no CUDA GPU, {hw.cores} cores ({'<=' if hw.cores <= 4 else '>'} 4)"
 
 
-def scale_profile(name: str, hw: Hardware) -> dict:
-    """A named profile, with the collector count fitted to this machine's cores and the
-    replay fitted to half of the available RAM."""
+def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
+    """A named profile for ``env`` (default: the Config's game), with the collector count and
+    learner threads fitted to this machine's cores and the replay to half of the available RAM."""
     if name == "autotuned":
         over = load_autotuned()
         if over is None:
@@ -281,7 +281,12 @@ def scale_profile(name: str, hw: Hardware) -> dict:
         # AVX2-only AMD EPYC), so the CPU profiles train in fp32 there.
         over["amp"] = hw.cpu_bf16
     if name == "cpu-small":
-        over["learner_threads"] = hw.cores
+        from wrappers.registry import is_mario
+
+        # The NES emulator keeps a Mario collector busy on its core (94% of its time), so there the
+        # learner takes only the cores left; two threads slowed Mario from ~195 to ~125 env steps/s.
+        mario = is_mario(env or Config.env)
+        over["learner_threads"] = max(1, hw.cores - over["num_collectors"]) if mario else hw.cores
     if name == "cpu-large":
         over["num_collectors"] = max(1, min(8, (hw.cores - 2) // 2))
     elif name.startswith("gpu"):
@@ -438,14 +443,7 @@ def build_config(args: argparse.Namespace | dict | None = None, hw: Hardware | N
         name = "autotuned" if AUTOTUNED_PROFILE.exists() else pick_profile(hw)
     else:
         name = profile
-    over = scale_profile(name, hw)
-    if name == "cpu-small":
-        from wrappers.registry import is_mario
-
-        if is_mario(given.get("env", Config.env)):
-            # The NES emulator keeps a Mario collector busy on its core (94% of its time), so the
-            # learner takes only the cores left; two threads slowed Mario from ~195 to ~125 env steps/s.
-            over["learner_threads"] = max(1, hw.cores - over["num_collectors"])
+    over = scale_profile(name, hw, given.get("env"))
     cfg = Config(**{**over, **given})
     cfg.profile = name
     return cfg, hw, name

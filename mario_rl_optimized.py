@@ -38,7 +38,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from pipeline.evaluate import evaluate
+    from pipeline.evaluate import EVAL_NAME, evaluate
 
     if args.episodes <= 0:
         raise ConfigError(f"--episodes {args.episodes}: must be a positive integer")
@@ -51,7 +51,7 @@ def run_eval(args: argparse.Namespace) -> int:
                    epsilon=args.eval_epsilon)
     print(res.summary(), flush=True)
     path = Path(args.eval)
-    out = res.write((path if path.is_dir() else path.parent) / "eval.json")
+    out = res.write((path if path.is_dir() else path.parent) / EVAL_NAME)
     print(f"[EVAL] results: {out}", flush=True)
     if args.video:
         print(f"[EVAL] video of episode 1: {args.video}", flush=True)
@@ -61,14 +61,14 @@ def run_eval(args: argparse.Namespace) -> int:
 def check_resume(cfg) -> None:
     """Fail on a checkpoint or replay file that cannot continue this run, before any process starts."""
     from pipeline.checkpoint import CHECKPOINT_NAME, load
-    from pipeline.replay import snapshot
+    from pipeline.replay import Storage, snapshot
 
     run_dir = Path(cfg.run_dir)
     load(run_dir / CHECKPOINT_NAME, cfg.env, None, cfg.frame_stack)
     if cfg.save_replay and (run_dir / snapshot.REPLAY_NAME).exists():
         streams = cfg.num_collectors * cfg.envs_per_collector
         snapshot.check_fits(run_dir / snapshot.REPLAY_NAME, cfg.env, cfg.frame_stack,
-                            streams * (cfg.buffer_size // streams), streams)
+                            Storage.fitted_capacity(cfg.buffer_size, streams), streams)
 
 
 def main(argv=None) -> int:

@@ -10,6 +10,10 @@ import os
 import time
 import traceback
 
+import numpy as np
+
+from .ring import DROPPED_STEPS, EP_END, FLAG_GET, STATS
+
 
 def _epsilon_schedule(cfg: dict, global_steps: int) -> float:
     frac = min(1.0, global_steps / max(1, cfg["eps_decay_steps"]))
@@ -18,8 +22,6 @@ def _epsilon_schedule(cfg: dict, global_steps: int) -> float:
 
 def apex_epsilons(num_envs_total: int, offset: int, count: int):
     """Ape-X (Horgan et al. 2018): env i of N explores with 0.4 ** (1 + 7 i / (N - 1))."""
-    import numpy as np
-
     i = np.arange(offset, offset + count)
     return (0.4 ** (1 + 7 * i / max(1, num_envs_total - 1))).astype(np.float32)
 
@@ -38,10 +40,6 @@ class Publisher:
         self.pending: tuple | None = None  # (frames, fields) of STATS records still to send
 
     def publish(self, frames, fields: dict, live: int) -> bool:
-        import numpy as np
-
-        from .ring import DROPPED_STEPS, EP_END, FLAG_GET, STATS
-
         if self.pending is not None:
             pf, pfields = self.pending
             both = np.concatenate([pf, frames])
@@ -56,9 +54,7 @@ class Publisher:
         if self.stop():
             return False
         if self.pending is not None:  # this step's games join the ones still held back
-            pf, pfields = self.pending
-            frames = np.concatenate([pf, frames])
-            fields = {k: np.concatenate([pfields[k], v]) for k, v in fields.items()}
+            frames, fields = both, both_fields
         self.ring.header[DROPPED_STEPS] += live
         self.rollout.break_streams()
         # Held back at most what fits beside the next step's records, so a push can succeed again.

@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-from .episodes import Episode
-from .ring import DROPPED_STEPS, DROPS, EP_END, FLAG_GET, LAST, STATS
+from .episodes import finished_games
+from .ring import DROPPED_STEPS, DROPS, LAST, STATS
 
 
 class Consolidator(threading.Thread):
@@ -33,10 +33,7 @@ class Consolidator(threading.Thread):
             flags = fields["flags"]
             self.processed += len(flags)
             self.env_steps += int(np.count_nonzero((flags & (LAST | STATS)) == 0))
-            now = time.monotonic()
-            for i in np.flatnonzero(flags & EP_END):
-                ep = Episode(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
-                             bool(flags[i] & FLAG_GET), self.env_steps + self.dropped_steps(), now)
+            for ep in finished_games(fields, self.env_steps + self.dropped_steps(), time.monotonic()):
                 self.episodes.append(ep)
                 self.finished.append(ep)
                 self.episodes_total += 1

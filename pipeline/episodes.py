@@ -9,11 +9,15 @@ time-to-score benchmark replays a run's ``episodes.jsonl`` through it, so both c
 from __future__ import annotations
 
 import collections
-import json
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
+
+import numpy as np
+
+from .metrics import read_jsonl
+from .ring import EP_END, FLAG_GET
 
 EPISODES_NAME = "episodes.jsonl"
 SCORE_WINDOW = 20
@@ -28,6 +32,13 @@ class Episode(NamedTuple):
     flag: bool        # Mario: the flag was reached
     env_steps: int    # agent steps consolidated when the game ended (all envs)
     t: float          # time.monotonic() when the game reached the learner
+
+
+def finished_games(fields: dict, env_steps: int, t: float) -> list[Episode]:
+    """The whole games that end in a batch of ring records (their EP_END records)."""
+    flags = fields["flags"]
+    return [Episode(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
+                    bool(flags[i] & FLAG_GET), env_steps, t) for i in np.flatnonzero(flags & EP_END)]
 
 
 @dataclass(frozen=True)
@@ -99,17 +110,8 @@ def episode_row(ep: Episode, wall_s: float, updates: int, samples_trained: int) 
 
 
 def read_episodes(run_dir: str | Path) -> list[dict]:
-    """Rows of a run's episodes.jsonl; a half-written last line (a killed run) is skipped."""
-    path = Path(run_dir) / EPISODES_NAME
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist; pass a run directory written by mario_rl_optimized.py")
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
+    """Rows of a run's episodes.jsonl."""
+    return read_jsonl(Path(run_dir) / EPISODES_NAME)
 
 
 def score_run(rows: list[dict], milestones=(), window: int = SCORE_WINDOW, metric: str = "return") -> tuple[dict, list]:

@@ -46,13 +46,9 @@ class EvalResult:
 
     def write(self, path: Path) -> Path:
         """``eval.json`` beside the checkpoint: what a script or a model card reads."""
-        import json
-        import os
+        from .record import write_json
 
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=2))
-        os.replace(tmp, path)
-        return path
+        return write_json(path, self.to_json())
 
     def summary(self) -> str:
         n = len(self.returns)

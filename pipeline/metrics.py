@@ -52,8 +52,12 @@ class MetricsLog:
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:
-    """Rows of a run's metrics.jsonl; a half-written last line (a killed run) is skipped."""
-    path = Path(run_dir) / METRICS_NAME
+    """Rows of a run's metrics.jsonl."""
+    return read_jsonl(Path(run_dir) / METRICS_NAME)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Rows of one of a run's JSON-lines files; a half-written last line (a killed run) is skipped."""
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; pass a run directory written by mario_rl_optimized.py")
     rows = []

@@ -47,6 +47,14 @@ def run_record(cfg, hw, profile: str, reason: str, argv: list[str] | None = None
             "cwd": os.getcwd(), "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
 
 
+def write_json(path: Path, data: dict) -> Path:
+    """A JSON file written whole or not at all (temp file, then rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    os.replace(tmp, path)
+    return path
+
+
 def write_record(run_dir: Path, record: dict) -> Path:
     """``config.json``; a resumed run keeps the records of the starts before it under ``previous``."""
     path = run_dir / RECORD_NAME
@@ -56,10 +64,7 @@ def write_record(run_dir: Path, record: dict) -> Path:
             record = {**record, "previous": [*old.pop("previous", []), old]}
         except json.JSONDecodeError:
             pass
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=2, default=str))
-    os.replace(tmp, path)
-    return path
+    return write_json(path, record)
 
 
 def record_markdown(record: dict) -> str:

@@ -14,6 +14,11 @@ from ..ring import FIRST, LAST, TERM, TRUNC
 
 
 class Storage:
+    @staticmethod
+    def fitted_capacity(capacity: int, num_streams: int) -> int:
+        """The capacity a storage of ``capacity`` really has: whole streams of equal length."""
+        return num_streams * (capacity // num_streams)
+
     def __init__(self, capacity: int, num_streams: int, frame_shape=(84, 84)):
         self.num_streams = num_streams
         self.stream_len = capacity // num_streams
