@@ -8,7 +8,7 @@ is excluded, figures are medians over several windows, and the load average is r
     python benchmark_performance.py --json out.json --plot ladder.png
     python benchmark_performance.py --only ladder --rows 4,8   # some rows (and the baseline)
     python benchmark_performance.py --profile             # torch.profiler traces in profiles/
-    python benchmark_performance.py --autotune            # writes profiles/autotuned.json
+    python benchmark_performance.py --autotune            # writes ~/.config/fast-dqn/autotuned-atari.json
     python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --vs-baseline --json tts.json --plot tts.png
     python benchmark_performance.py --time-to-score --quick   # the catch game, a few minutes
 """
@@ -457,7 +457,7 @@ def _sync_row(kind: str, seconds: float, window_s: float) -> dict:
                     "weights": None}
     else:
         replay = Replay(cfg.buffer_size, 1, env.num_envs, cfg.frame_stack, cfg.n_step, gamma, seed=cfg.seed)
-        rollout = Rollout(env, learner.model, cfg.frame_stack, cfg.clip_rewards, cfg.seed)
+        rollout = Rollout(env, learner.model, cfg.frame_stack, cfg.clip_rewards, cfg.seed, cfg.reward_scale)
 
         def play(eps):
             frames, fields, live, _ = rollout.step(eps)
@@ -510,12 +510,13 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     import threading
 
     from config_optimized import Config, build_config, detect_hardware, validate
+    from pipeline.ratio import ReplayRatio
     from pipeline.trainer import Trainer
 
     rss = RssPeak()
     hw = detect_hardware()
     with tempfile.TemporaryDirectory() as tmp:
-        run = {**BENCH_RUN, "run_dir": tmp, "env": "ALE/Pong-v5"}
+        run = {**BENCH_RUN, "run_dir": tmp, "env": spec.get("overrides", {}).get("env", "ALE/Pong-v5")}
         if spec.get("profile"):
             cfg, hw, name = build_config({**run, "replay_ratio": LADDER_BASE["replay_ratio"], **spec.get("extra", {})}, hw)
         else:
@@ -533,8 +534,8 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             # Measure once the collectors have used up the head start the replay-ratio control
             # gives them (they then run at the learner's pace), in time windows of window_s.
             try:
-                per_update = cfg.effective_batch / cfg.replay_ratio
-                slack = max(2 * per_update, 4 * cfg.num_collectors * cfg.envs_per_collector, 1000)
+                slack = ReplayRatio(cfg.replay_ratio, cfg.effective_batch, cfg.learning_starts,
+                                    cfg.num_collectors * cfg.envs_per_collector).slack
                 while trainer.stop_reason is None and not (
                         getattr(trainer, "learner", None) is not None and hasattr(trainer, "update_s_total")
                         and trainer.env_steps() > cfg.learning_starts + 1.5 * slack):
@@ -720,16 +721,20 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
 
 
 # ----------------------------------------------------------------------------- autotune
-def autotune(seconds: float, quick: bool = False) -> dict:
+def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> dict:
     """Coordinate search over the system's knobs (collector count, envs per collector, learner
     threads; never the batch size, which changes what is learned per update), each trial a
-    short real run at the default replay ratio; the best becomes
-    profiles/autotuned.json, which the auto profile then prefers."""
-    from config_optimized import AUTOTUNED_PROFILE, detect_hardware, pick_profile, scale_profile
+    short real run of ``env`` at the default replay ratio; the best becomes the autotuned
+    profile of env's game family (config_optimized.autotuned_path), which the auto profile then
+    prefers for that family only."""
+    from config_optimized import autotuned_path, detect_hardware, pick_profile, scale_profile
+    from pipeline.record import write_json
+    from presets import family_of
 
     hw = detect_hardware()
     base_name = pick_profile(hw)
-    best = {**scale_profile(base_name, hw, "ALE/Pong-v5"), "learner_threads": 0}
+    family = family_of(env)
+    best = {**scale_profile(base_name, hw, env), "learner_threads": 0}
     grid = [("num_collectors", [1] if quick else sorted({1, 2, max(1, hw.cores // 2)})),
             ("envs_per_collector", [8, 16] if quick else [4, 8, 16]),
             ("learner_threads", [0, hw.cores])]
@@ -738,7 +743,7 @@ def autotune(seconds: float, quick: bool = False) -> dict:
     def score(over):
         key = json.dumps(over, sort_keys=True)
         if key not in tried:
-            res = run_row("explicit", over, seconds)
+            res = run_row("explicit", {**over, "env": env}, seconds)
             tried[key] = res.get("env_steps_per_s", 0.0) if "error" not in res else 0.0
             trials.append({"settings": {k: over[k] for k, _ in grid}, "env_steps_per_s": tried[key],
                            "error": res.get("error")})
@@ -750,19 +755,36 @@ def autotune(seconds: float, quick: bool = False) -> dict:
             cand = {**best, knob: v}
             if (sc := score(cand)) > best_score * 1.03:  # within noise, keep the simpler setting
                 best, best_score = cand, sc
-    AUTOTUNED_PROFILE.parent.mkdir(parents=True, exist_ok=True)
     best = {k: v for k, v in best.items() if k != "learner_threads" or v}
-    data = {"overrides": best, "based_on": base_name, "env_steps_per_s": best_score, "trials": trials,
-            "machine": machine(), "created": time.strftime("%Y-%m-%d %H:%M:%S")}
-    tmp = AUTOTUNED_PROFILE.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, AUTOTUNED_PROFILE)
+    data = {"overrides": best, "family": family, "tuned_on": env, "based_on": base_name,
+            "env_steps_per_s": best_score, "trials": trials, "machine": machine(),
+            "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    path = autotuned_path(family)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, data)
+    data["path"] = str(path)
     return data
 
 
 # ----------------------------------------------------------------------------- time to score
 # Milestones are reporting marks, not training settings: the run itself never sees them.
-MILESTONES = {"ALE/Pong-v5": (-15, -10, 0, 10, 18), "ALE/Pong-v4": (-15, -10, 0, 10, 18)}
+MILESTONES = {"ALE/Pong-v5": (-15, -10, 0, 10, 18), "ALE/Pong-v4": (-15, -10, 0, 10, 18),
+              "mario": (1000, 1500, 2000, 2500)}
+# The score --time-to-score aims at when --target is not given: Pong's +18, and for Mario a mean
+# distance of 3,000 (1-1's flag pole stands at x ~3,160, so most of the last 20 games end there).
+TARGETS = {"ALE/Pong-v5": 18.0, "ALE/Pong-v4": 18.0, "mario": 3000.0}
+
+
+def default_target(env: str) -> float | None:
+    from presets import family_of
+
+    return TARGETS.get(env, TARGETS.get(family_of(env)))
+
+
+def default_milestones(env: str) -> tuple:
+    from presets import family_of
+
+    return MILESTONES.get(env, MILESTONES.get(family_of(env), ()))
 # --time-to-score --quick: the test suite's catch game, sized to reach its target in a few minutes.
 QUICK_SCORE = {"target": 0.5, "minutes": 4.0, "milestones": (-0.5, 0.0, 0.5),
                "train": ["--env", "tests.catch_env:Catch-v0", "--learning-starts", "500", "--buffer-size", "20000",
@@ -798,7 +820,7 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
         env = BatchedEnv(cfg.env, cfg.env_options(), 1, native=False)
         learner = Learner(cfg, cfg.frame_stack, env.n_actions, torch.device("cpu"))
         replay = Replay(cfg.buffer_size, 1, 1, cfg.frame_stack, cfg.n_step, cfg.gamma, seed=cfg.seed)
-        rollout = Rollout(env, learner.model, cfg.frame_stack, cfg.clip_rewards, cfg.seed)
+        rollout = Rollout(env, learner.model, cfg.frame_stack, cfg.clip_rewards, cfg.seed, cfg.reward_scale)
         tracker = ScoreTracker([cfg.target_score] if cfg.target_score is not None else [], metric=cfg.score_metric)
         t0, steps, trained = time.monotonic(), 0, 0
         with open(os.path.join(run_dir, EPISODES_NAME), "w", buffering=1) as f, \
@@ -847,7 +869,11 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     if args.run_dir is not None or args.target_score is not None or args.time_limit is not None:
         raise ConfigError("give the run folder, target and time as --runs-dir, --target and --minutes of "
                           "--time-to-score, not as training options")
-    marks = sorted({*(milestones or MILESTONES.get(cfg.env, ())), target})
+    if target is None:
+        target = default_target(cfg.env)
+        if target is None:
+            raise ConfigError(f"--target: {cfg.env} has no default target score; give one, e.g. --target 100")
+    marks = sorted({*(milestones or default_milestones(cfg.env)), target})
     stamp = time.strftime("%Y%m%d-%H%M%S")
     runs = []
     pipeline_dir = os.path.join(runs_dir, f"tts-{stamp}-pipeline")
@@ -986,14 +1012,19 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", metavar="DIR", nargs="?", const="profiles",
                     help="instead: torch.profiler over learner and collector steps; traces go to DIR")
     ap.add_argument("--autotune", action="store_true",
-                    help="instead: search collector/env/batch/thread settings and write profiles/autotuned.json")
+                    help="instead: search collector/env/thread settings on --env's game and write the autotuned "
+                         "profile of its family (atari or mario) into the user's config folder")
+    ap.add_argument("--env", help="the game autotune tunes on (default ALE/Pong-v5); with --time-to-score, the game "
+                                  "to train")
     tts = ap.add_argument_group("time to score (--time-to-score [options] [training options of mario_rl_optimized.py])")
     tts.add_argument("--time-to-score", action="store_true",
                      help="instead: train with the defaults (plus any training options given) until the mean score of "
                           "the last 20 games reaches --target, and report minutes and agent steps at milestones")
-    tts.add_argument("--target", type=float, help="score to reach (default 18 for Pong; 0.5 with --quick)")
+    tts.add_argument("--target", type=float, help="score to reach (default: 18 for Pong, mean distance 3000 for "
+                                                  "Mario; 0.5 with --quick)")
     tts.add_argument("--minutes", type=float, help="wall-clock limit per run (default 60; 4 with --quick)")
-    tts.add_argument("--milestones", metavar="A,B,...", help="scores to time on the way (Pong: -15,-10,0,10,18)")
+    tts.add_argument("--milestones", metavar="A,B,...", help="scores to time on the way (Pong: -15,-10,0,10,18; "
+                                                              "Mario: 1000,1500,2000,2500)")
     tts.add_argument("--vs-baseline", action="store_true",
                      help="also run the ladder's baseline recipe (row 1) for the same time; both curves on one plot")
     tts.add_argument("--runs-dir", default="runs", help="where the time-to-score runs' folders go")
@@ -1001,6 +1032,8 @@ def main(argv=None) -> int:
     if args.time_to_score:
         if args.profile:  # with --time-to-score, --profile NAME is the training profile
             train_args = ["--profile", args.profile, *train_args]
+        if args.env:
+            train_args = ["--env", args.env, *train_args]
         return main_time_to_score(args, train_args, ap)
     if train_args:
         ap.error(f"unrecognized arguments: {' '.join(train_args)} (training options go with --time-to-score only)")
@@ -1018,11 +1051,10 @@ def main(argv=None) -> int:
         profile_run(args.profile)
         return 0
     if args.autotune:
-        from config_optimized import AUTOTUNED_PROFILE
-
-        data = autotune(args.seconds or (4 if args.quick else 15), args.quick)
-        print(f"\nBest: {data['overrides']} at {data['env_steps_per_s']:,.0f} env steps/s; "
-              f"written to {AUTOTUNED_PROFILE} (python config_optimized.py shows it; the auto profile uses it)")
+        data = autotune(args.seconds or (4 if args.quick else 15), args.quick, args.env or "ALE/Pong-v5")
+        print(f"\nBest: {data['overrides']} at {data['env_steps_per_s']:,.0f} env steps/s; written to {data['path']} "
+              f"(the auto profile uses it for {data['family']} games; python config_optimized.py --env "
+              f"{data['tuned_on']} shows it)")
         return 0
     nw = 3 if args.quick else 5
     seconds = args.seconds or (6 if args.quick else 20)
@@ -1070,7 +1102,7 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
 
     if args.quick:
         train_args = [*QUICK_SCORE["train"], *train_args]
-    target = args.target if args.target is not None else (QUICK_SCORE["target"] if args.quick else 18.0)
+    target = args.target if args.target is not None else (QUICK_SCORE["target"] if args.quick else None)
     minutes = args.minutes if args.minutes is not None else (QUICK_SCORE["minutes"] if args.quick else 60.0)
     if minutes <= 0:
         ap.error(f"--minutes {minutes}: must be positive")

@@ -1,10 +1,11 @@
 """Typed training config, hardware detection and per-hardware profiles.
 
 ``python config_optimized.py`` prints the detected hardware, the profile picked for it and the
-fully resolved config. Every field below is also a command-line option of
-``mario_rl_optimized.py`` (``batch_size`` -> ``--batch-size``), so users tune per machine
-without editing code. Tune a profile here, or save one with
-``benchmark_performance.py --autotune`` (picked up from ``profiles/autotuned.json``).
+fully resolved config, with the layer that set each value. Every field below is also a
+command-line option of ``mario_rl_optimized.py`` (``batch_size`` -> ``--batch-size``), so users
+tune per machine without editing code. Tune a profile here, or save one with
+``benchmark_performance.py --autotune`` (written per game family to the user's config folder,
+``autotuned_path``).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from presets import family_of, load_preset
 from wrappers.options import EnvOptions
 
 FRAME_BYTES = 84 * 84
@@ -28,9 +30,20 @@ COLLECTOR_BYTES = 350 * 2**20
 # The rings and the weight seqlock publish with plain stores and rely on the CPU keeping them in
 # program order, which x86-64 (TSO) does and arm64 does not.
 TSO_MACHINES = ("x86_64", "amd64", "i386", "i686", "x86")
-# Written by `benchmark_performance.py --autotune`; DQN_AUTOTUNED_PROFILE points elsewhere (tests).
-AUTOTUNED_PROFILE = Path(os.environ.get("DQN_AUTOTUNED_PROFILE")
-                         or Path(__file__).resolve().parent / "profiles" / "autotuned.json")
+
+
+def profile_dir() -> Path:
+    """Where ``benchmark_performance.py --autotune`` writes its profiles: the user's config folder
+    (``$XDG_CONFIG_HOME/fast-dqn``, else ``~/.config/fast-dqn``), never the installed package;
+    ``DQN_PROFILE_DIR`` points elsewhere (tests, several machines sharing a home)."""
+    if os.environ.get("DQN_PROFILE_DIR"):
+        return Path(os.environ["DQN_PROFILE_DIR"])
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "fast-dqn"
+
+
+def autotuned_path(family: str) -> Path:
+    """One autotuned profile per game family: a Pong-tuned profile starves Mario's collectors."""
+    return profile_dir() / f"autotuned-{family}.json"
 
 
 def doc(text: str, default, **kw):
@@ -41,7 +54,8 @@ RUNS_ROOT = Path("runs")
 RESUME_HERE = "here"  # a bare --resume: the run in --run-dir, or the latest
 # What makes a folder a run's: a new run must not write into another's (issue: runs overwrote
 # each other silently in a shared runs/latest).
-RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "episodes.jsonl", "train.log", "config.json", "replay.npz", "best.pt")
+RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "episodes.jsonl", "train.log", "config.json", "replay.npz", "best.pt",
+             "evals.jsonl", "best_eval.pt")
 
 
 @dataclass
@@ -60,6 +74,8 @@ class Config:
     episodic_life: bool = doc("a lost life ends the learning episode, Atari (EpisodicLife)", True)
     fire_reset: bool = doc("press FIRE after reset where the game needs it, Atari (FireReset)", True)
     clip_rewards: bool = doc("learn from rewards clipped to [-1, 1] (ClipReward); logs keep raw returns", True)
+    reward_scale: float = doc("with --clip-rewards false: learn from rewards times this (Mario's lie in [-15, 15]: "
+                              "1/15 keeps their size, which sign() throws away)", 1.0)
     sticky_actions: float = doc("repeat_action_probability; -1 keeps the env id's default (v5: 0.25)", -1.0)
     mario_actions: str = doc("Mario action set: right_only, simple or complex", "simple")
     # --- collectors and queues
@@ -107,6 +123,11 @@ class Config:
                               "unset = never", None, type=float)
     score_metric: str = doc("what --target-score is measured in: return (raw, unclipped) or distance (Mario)", "return")
     time_limit: float = doc("stop after this many minutes of wall clock; 0 = no limit", 0.0)
+    # --- evaluation during training
+    eval_interval: int = doc("agent steps between evaluations of the current weights in a process of their own, "
+                             "keeping the best in best_eval.pt; 0 = off (best.pt still follows training games)", 0)
+    eval_episodes: int = doc("whole games per --eval-interval evaluation (--eval plays --episodes)", 5)
+    eval_epsilon: float = doc("random-action probability when evaluating (--eval-interval and --eval); CleanRL uses 0.05", 0.0)
     # --- run directory, logs, checkpoints
     run_dir: str = doc("the run's folder (checkpoints, metrics, logs); unset = a new runs/{env}__{seed}__{time}", "")
     resume: str = doc("continue a run from its last checkpoint: its folder, or 'latest'; a bare --resume "
@@ -117,6 +138,10 @@ class Config:
     save_replay: bool = doc("save the replay (compressed) with the final checkpoint, so --resume trains on at once "
                             "instead of refilling it; turn off for huge buffers", True)
     tensorboard: bool = doc("also write the epoch metrics as TensorBoard events in <run_dir>/tb", True)
+    track: bool = doc("also send the run to Weights & Biases (TensorBoard synced, the run record as its config); "
+                      "needs pip install 'fast-dqn[track]'", False)
+    wandb_project: str = doc("W&B project for --track", "fast-dqn")
+    wandb_entity: str = doc("W&B entity (user or team) for --track; unset = your default", "")
     epoch_steps: int = doc("agent steps per epoch: one [MAIN] log line and one metrics.jsonl row", 10_000)
     processor_log_interval: float = doc("seconds between [PROCESSOR] log lines", 10.0)
 
@@ -230,19 +255,24 @@ PROFILES: dict[str, dict] = {
 }
 
 
-def load_autotuned() -> dict | None:
-    if not AUTOTUNED_PROFILE.exists():
+def load_autotuned(family: str) -> dict | None:
+    """The autotuned profile of ``family``, or None where autotune never ran for it."""
+    path = autotuned_path(family)
+    if not path.exists():
         return None
+    redo = f"delete it or run benchmark_performance.py --autotune --env <{family} game> again"
     try:
-        data = json.loads(AUTOTUNED_PROFILE.read_text())
+        data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise ConfigError(f"profile file {AUTOTUNED_PROFILE} does not parse ({e}); fix it or delete it "
-                          "and run benchmark_performance.py --autotune again") from None
+        raise ConfigError(f"profile file {path} does not parse ({e}); {redo}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"profile file {path} holds no profile (a JSON object); {redo}")
+    if data.get("family", family) != family:
+        raise ConfigError(f"profile file {path} was tuned on the {data['family']} family, not {family}; {redo}")
     overrides = data.get("overrides", data)
     unknown = set(overrides) - {f.name for f in fields(Config)}
     if unknown:
-        raise ConfigError(f"profile file {AUTOTUNED_PROFILE} sets unknown fields {sorted(unknown)}; "
-                          "delete it or re-run benchmark_performance.py --autotune")
+        raise ConfigError(f"profile file {path} sets unknown fields {sorted(unknown)}; {redo}")
     return overrides
 
 
@@ -257,10 +287,10 @@ def pick_profile(hw: Hardware) -> str:
     return "cpu-small" if hw.cores <= 4 else "cpu-large"
 
 
-def profile_reason(name: str, hw: Hardware) -> str:
+def profile_reason(name: str, hw: Hardware, env: str | None = None) -> str:
     """Why the auto profile is ``name`` on this machine (or that it was asked for)."""
     if name == "autotuned":
-        return f"{AUTOTUNED_PROFILE} exists (written by benchmark_performance.py --autotune)"
+        return f"{autotuned_path(family_of(env or Config.env))} exists (written by benchmark_performance.py --autotune)"
     if name.startswith("gpu"):
         return f"CUDA GPU with {hw.gpu_mem_bytes / 2**30:.1f} GiB, {hw.cores} cores, {hw.ram_bytes / 2**30:.0f} GiB RAM"
     return f"no CUDA GPU, {hw.cores} cores ({'<=' if hw.cores <= 4 else '>'} 4)"
@@ -270,9 +300,11 @@ def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
     """A named profile for ``env`` (default: the Config's game), with the collector count and
     learner threads fitted to this machine's cores and the replay to half of the available RAM."""
     if name == "autotuned":
-        over = load_autotuned()
+        family = family_of(env or Config.env)
+        over = load_autotuned(family)
         if over is None:
-            raise ConfigError(f"--profile autotuned: no {AUTOTUNED_PROFILE}; run benchmark_performance.py --autotune first")
+            raise ConfigError(f"--profile autotuned: no {autotuned_path(family)}; run benchmark_performance.py "
+                              f"--autotune --env <{family} game> first")
         return dict(over)
     over = dict(PROFILES[name])
     if not name.startswith("gpu"):
@@ -320,11 +352,13 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         raise ConfigError(str(e)) from None
     positive = ["total_steps", "frame_stack", "frame_skip", "num_collectors", "envs_per_collector", "queue_capacity",
                 "consolidation_batch", "model_update_frequency", "buffer_size", "n_step", "batch_size",
-                "grad_accum_steps", "target_update_interval", "checkpoint_interval", "epoch_steps", "prefetch_batches"]
+                "grad_accum_steps", "target_update_interval", "checkpoint_interval", "epoch_steps", "prefetch_batches",
+                "eval_episodes"]
     for name in positive:
         if getattr(cfg, name) <= 0:
             bad(name, "must be a positive integer")
-    for name in ["noop_max", "learning_starts", "max_collector_restarts", "eps_decay_steps", "learner_threads"]:
+    for name in ["noop_max", "learning_starts", "max_collector_restarts", "eps_decay_steps", "learner_threads",
+                 "eval_interval"]:
         if getattr(cfg, name) < 0:
             bad(name, "must be 0 or more")
     if cfg.profile not in ("auto", "autotuned", *PROFILES):
@@ -356,6 +390,20 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("gamma", "must be in (0, 1]")
     if cfg.replay_ratio <= 0:
         bad("replay_ratio", "must be positive (samples trained per agent step; 8 = batch 32 every 4 steps)")
+    if cfg.track:
+        from pipeline.tracking import INSTALL, available
+
+        if not cfg.tensorboard:
+            bad("track", "sends the TensorBoard events to W&B; leave --tensorboard on")
+        if not available():
+            bad("track", f"needs the wandb package, which is not installed: {INSTALL}")
+    if cfg.reward_scale <= 0:
+        bad("reward_scale", "must be positive (1 = raw rewards)")
+    if cfg.clip_rewards and cfg.reward_scale != 1.0:
+        bad("reward_scale", "has no effect while --clip-rewards is on (sign() comes after any scale); "
+                            "pass --clip-rewards false")
+    if not 0 <= cfg.eval_epsilon <= 1:
+        bad("eval_epsilon", "must be in [0, 1]")
     if not (0 <= cfg.eps_end <= 1 and 0 <= cfg.eps_start <= 1):
         bad("eps_start" if not 0 <= cfg.eps_start <= 1 else "eps_end", "must be in [0, 1]")
     if cfg.lr <= 0:
@@ -416,12 +464,16 @@ def _parse_bool(text: str) -> bool:
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """One option per Config field; unset options stay None so the profile can fill them."""
+    """One option per Config field, and --config FILE; unset options stay None so the layers
+    below the command line fill them."""
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="a TOML or JSON file of Config fields (a run's config.json works too), applied over "
+                             "the defaults, the game's preset and the hardware profile, under the flags")
     for f in fields(Config):
         flag = "--" + f.name.replace("_", "-")
         default = f.default
         kind = f.metadata.get("type", type(default))
-        help_text = f"{f.metadata['help']} (default: {default!r}, or the profile's)"
+        help_text = f"{f.metadata['help']} (default: {default!r}, or the preset's or profile's)"
         if "nargs" in f.metadata:
             parser.add_argument(flag, type=kind, nargs=f.metadata["nargs"], const=f.metadata["const"], default=None,
                                 metavar=f.metadata.get("metavar"), help=help_text)
@@ -431,22 +483,167 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, type=kind, default=None, help=help_text)
 
 
-def build_config(args: argparse.Namespace | dict | None = None, hw: Hardware | None = None) -> tuple[Config, Hardware, str]:
-    """Defaults <- profile <- explicit options. Returns the config, the hardware and the profile used."""
+# Fields a saved run record never sets: they say where this start writes, not how it trains.
+RUN_CONTROL = ("resume", "run_dir", "overwrite")
+# What a resumed run cannot change: the checkpoint's network and replay were made for these.
+FIXED_ON_RESUME = ("env", "frame_stack", "model_arch", "dueling", "mario_actions")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _typed(name: str, value, where: str):
+    """A value read from a file, checked against its Config field's type (ints pass as floats)."""
+    f = next(f for f in fields(Config) if f.name == name)
+    kind = f.metadata.get("type", type(f.default))
+    if f.default is None and value is None:
+        return None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    raise ConfigError(f"{where}: {name} = {value!r} should be {kind.__name__} (like the default {f.default!r})")
+
+
+def read_config_file(path: str | Path) -> dict:
+    """Config fields from a TOML or JSON file; a run's config.json gives the settings it ran with."""
+    import difflib
+    import tomllib
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--config {path}: no such file; give a .toml or .json file of config fields")
+    try:
+        if path.suffix == ".toml":
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        elif path.suffix == ".json":
+            data = json.loads(path.read_text())
+        else:
+            raise ConfigError(f"--config {path}: give a .toml or .json file")
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--config {path} does not parse ({e}); fix the file") from None
+    names = [f.name for f in fields(Config)]
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):  # a run record, maybe of another version
+        kept = {k: v for k, v in data["config"].items() if k not in RUN_CONTROL and k in names}
+        return {k: _typed(k, v, f"--config {path}") for k, v in kept.items()}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: expected a table of config fields")
+    for key in data:
+        if key in RUN_CONTROL:
+            raise ConfigError(f"--config {path}: {key} says where a run writes, not how it trains; give "
+                              f"{_flag(key)} on the command line")
+        if key not in names:
+            near = difflib.get_close_matches(key, names, n=1)
+            raise ConfigError(f"--config {path}: unknown field {key!r}" + (f"; did you mean {near[0]!r}?" if near else
+                              "; python config_optimized.py lists the fields"))
+    return {k: _typed(k, v, f"--config {path}") for k, v in data.items()}
+
+
+def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
+    """The config a run started with (its config.json), without the run-control fields, and notes
+    on saved fields this version drops; empty for runs made before run records existed."""
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return {}, []
+    try:
+        saved = json.loads(path.read_text())["config"]
+        if not isinstance(saved, dict):
+            raise TypeError("'config' is not a table")
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        raise ConfigError(f"--resume: {path} is not a run record ({type(e).__name__}: {e}); restore it, or delete "
+                          "it and resume with every setting on the command line") from None
+    names = {f.name for f in fields(Config)}
+    values, notes = {}, []
+    # fields added since the run started keep this version's defaults; removed or retyped ones go
+    for k, v in saved.items():
+        if k in RUN_CONTROL:
+            continue
+        try:
+            if k not in names:
+                raise ConfigError(f"no field {k!r} in this version")
+            values[k] = _typed(k, v, str(path))
+        except ConfigError as e:
+            notes.append(f"Resumed run: saved setting {k} = {v!r} dropped ({e})")
+    return values, notes
+
+
+@dataclass
+class Resolved:
+    """A config with its provenance: which layer set each field, and what a resume changed."""
+    cfg: Config
+    hw: Hardware
+    profile: str
+    sources: dict[str, str]
+    resumed_from: Path | None = None
+    changes: list[str] | None = field(default_factory=list)  # None: the resumed run kept no config.json
+    notes: list[str] = field(default_factory=list)           # for the run log: what was dropped or ignored
+
+
+def resolve_config(args: argparse.Namespace | dict | None = None, hw: Hardware | None = None,
+                   root: Path = RUNS_ROOT) -> Resolved:
+    """Layers, each overriding the one before: defaults, the game family's preset, the hardware
+    profile, the resumed run's config.json, --config FILE, then the flags given."""
     hw = hw or detect_hardware()
-    given = {k: v for k, v in (vars(args) if isinstance(args, argparse.Namespace) else (args or {})).items()
-             if v is not None and k in {f.name for f in fields(Config)}}
-    profile = given.get("profile", "auto")
+    raw = vars(args) if isinstance(args, argparse.Namespace) else dict(args or {})
+    names = {f.name for f in fields(Config)}
+    given = {k: v for k, v in raw.items() if v is not None and k in names}
+    from_file = read_config_file(raw["config"]) if raw.get("config") else {}
+    saved, resumed_from, notes = {}, None, []
+    if given.get("resume"):
+        resumed_from = resume_target(given["resume"], given.get("run_dir", ""), root)
+        saved, notes = read_run_config(resumed_from)
+    env = given.get("env") or from_file.get("env") or saved.get("env") or Config.env
+    profile = given.get("profile") or from_file.get("profile") or "auto"
     if profile not in ("auto", "autotuned", *PROFILES):
         raise ConfigError(f"--profile {profile!r}: unknown profile; choose auto, autotuned or one of {sorted(PROFILES)}")
-    if profile == "auto":
-        name = "autotuned" if AUTOTUNED_PROFILE.exists() else pick_profile(hw)
-    else:
-        name = profile
-    over = scale_profile(name, hw, given.get("env"))
-    cfg = Config(**{**over, **given})
+    family = family_of(env)
+    name = ("autotuned" if autotuned_path(family).exists() else pick_profile(hw)) if profile == "auto" else profile
+    layers = [(f"preset {family}", checked_preset(family)), (f"profile {name}", scale_profile(name, hw, env))]
+    if saved:
+        layers.append((f"resumed {resumed_from / 'config.json'}", {k: v for k, v in saved.items() if k != "profile"}))
+        if "profile" in given:
+            notes.append(f"--profile {given['profile']} sets nothing on a resumed run (its saved settings win); "
+                         "give the fields to change instead")
+        name = saved.get("profile", name) if "profile" not in given else name
+    layers += [(f"--config {raw.get('config')}", from_file), ("command line", given)]
+    values, sources = {}, dict.fromkeys(names, "default")
+    for label, over in layers:
+        for k, v in over.items():
+            values[k] = v
+            sources[k] = label
+    cfg = Config(**values)
     cfg.profile = name
-    return cfg, hw, name
+    # None: the resumed run has no config.json (made before run records), so nothing to compare
+    changes = [] if saved or resumed_from is None else None
+    for k, old in saved.items():
+        new = getattr(cfg, k)
+        if k == "profile" or new == old:
+            continue
+        if k in FIXED_ON_RESUME:
+            raise ConfigError(f"{_flag(k)} {new!r}: the run in {resumed_from} was trained with {_flag(k)} {old!r}, which "
+                              f"a resumed run cannot change; drop {_flag(k)}, or start a new run without --resume")
+        changes.append(f"{_flag(k)} {old!r} -> {new!r} ({sources[k]})")
+    return Resolved(cfg, hw, name, sources, resumed_from, changes, notes)
+
+
+def checked_preset(family: str) -> dict:
+    """A family preset's values, each a Config field of its type (a typo names the file)."""
+    from presets import preset_path
+
+    where = f"preset {preset_path(family)}"
+    over = load_preset(family)
+    for key in over:
+        if key not in {f.name for f in fields(Config)} or key in RUN_CONTROL:
+            raise ConfigError(f"{where}: {key!r} is not a setting a preset may set; fix the file")
+    return {k: _typed(k, v, where) for k, v in over.items()}
+
+
+def build_config(args: argparse.Namespace | dict | None = None, hw: Hardware | None = None) -> tuple[Config, Hardware, str]:
+    """The layered config (``resolve_config``) as (config, hardware, profile name)."""
+    res = resolve_config(args, hw)
+    return res.cfg, res.hw, res.profile
 
 
 # ----------------------------------------------------------------------------- run folders
@@ -470,6 +667,21 @@ def latest_run(root: Path = RUNS_ROOT) -> Path:
     return max(runs, key=lambda d: d.stat().st_mtime)
 
 
+def resume_target(resume: str, run_dir: str, root: Path = RUNS_ROOT) -> Path:
+    """The folder --resume names: a folder, 'latest', or (bare) --run-dir, else the latest."""
+    if resume == "latest" or (resume == RESUME_HERE and not run_dir):
+        target = latest_run(root)
+    elif resume != RESUME_HERE:
+        target = Path(resume)
+        if run_dir and Path(run_dir).resolve() != target.resolve():
+            raise ConfigError(f"--resume {resume} and --run-dir {run_dir} name different runs; give one")
+    else:
+        target = Path(run_dir)
+    if not resumable(target):
+        raise ConfigError(f"--resume: {target} holds no run (no checkpoint.pt); pass a run's folder or 'latest'")
+    return target
+
+
 def resolve_run_dir(cfg: Config, now: float | None = None, root: Path = RUNS_ROOT) -> Config:
     """The folder this run writes: the one to resume, the one given, or a new
     ``runs/{env}__{seed}__{time}``. A given folder that holds another run is refused unless
@@ -477,17 +689,7 @@ def resolve_run_dir(cfg: Config, now: float | None = None, root: Path = RUNS_ROO
     import time
 
     if cfg.resume:
-        if cfg.resume == "latest" or (cfg.resume == RESUME_HERE and not cfg.run_dir):
-            target = latest_run(root)
-        elif cfg.resume != RESUME_HERE:
-            target = Path(cfg.resume)
-            if cfg.run_dir and Path(cfg.run_dir).resolve() != target.resolve():
-                raise ConfigError(f"--resume {cfg.resume} and --run-dir {cfg.run_dir} name different runs; give one")
-        else:
-            target = Path(cfg.run_dir)
-        if not resumable(target):
-            raise ConfigError(f"--resume: {target} holds no run (no checkpoint.pt); pass a run's folder or 'latest'")
-        return dataclasses.replace(cfg, run_dir=str(target))
+        return dataclasses.replace(cfg, run_dir=str(resume_target(cfg.resume, cfg.run_dir, root)))
     if not cfg.run_dir:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
         base = root / f"{cfg.env.replace('/', '-').replace(':', '-')}__{cfg.seed}__{stamp}"
@@ -503,27 +705,38 @@ def resolve_run_dir(cfg: Config, now: float | None = None, root: Path = RUNS_ROO
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Show the detected hardware, the chosen profile and the resolved config.")
+    parser = argparse.ArgumentParser(description="Show the detected hardware, the chosen profile and the resolved "
+                                                 "config, with the layer that set each value.")
     add_config_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        cfg, hw, name = build_config(args)
+        res = resolve_config(args)
+        cfg, hw, name = res.cfg, res.hw, res.profile
         warnings = validate(cfg, hw)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
     print(f"Hardware: {hw.describe()}")
     print(f"Device:   {resolve_device(cfg.device, hw)}")
-    print(f"Profile:  {name}" + (f" (from {AUTOTUNED_PROFILE})" if name == "autotuned" else ""))
+    print(f"Preset:   {family_of(cfg.env)} ({preset_path_of(cfg.env)})")
+    print(f"Profile:  {name}" + (f" (from {autotuned_path(family_of(cfg.env))})" if name == "autotuned" else ""))
+    if res.resumed_from:
+        print(f"Resumes:  {res.resumed_from}" + "".join(f"\n  changed: {c}" for c in res.changes or []))
     for w in warnings:
         print(f"Warning:  {w}")
-    print("Config:")
+    print("Config (value, and the layer that set it):")
     width = max(len(f.name) for f in fields(Config))
     for f in fields(Config):
-        print(f"  {f.name:<{width}} = {getattr(cfg, f.name)!r}")
+        print(f"  {f.name:<{width}} = {getattr(cfg, f.name)!r:<24} {res.sources[f.name]}")
     per = FRAME_BYTES + REPLAY_META_BYTES
     print(f"Replay:   {cfg.buffer_size:,} transitions x {per:,} B = {cfg.buffer_size * per / 2**30:.2f} GiB")
     return 0
+
+
+def preset_path_of(env: str) -> Path:
+    from presets import preset_path
+
+    return preset_path(family_of(env))
 
 
 if __name__ == "__main__":

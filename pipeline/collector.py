@@ -121,7 +121,7 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch)
             return
         time.sleep(0.01)
 
-    rollout = Rollout(env, model, k, cfg["clip_rewards"], seed)
+    rollout = Rollout(env, model, k, cfg["clip_rewards"], seed, cfg["reward_scale"])
     fixed_eps = apex_epsilons(cfg["num_collectors"] * M, index * M, M) if cfg["apex_epsilon"] else None
     header = ring.header
     publisher = Publisher(ring, rollout, cfg["drop_when_full"], lambda: control.stop)

@@ -13,8 +13,9 @@ from .ring import EP_END, FIRST, FLAG_GET, LAST, TERM, TRUNC
 
 
 class Rollout:
-    def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int):
-        self.env, self.model, self.clip = env, model, clip_rewards
+    def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int,
+                 reward_scale: float = 1.0):
+        self.env, self.model, self.clip, self.scale = env, model, clip_rewards, reward_scale
         M = self.num_envs = env.num_envs
         self.rng = np.random.default_rng(seed)
         frames = env.reset(seed=seed)
@@ -59,7 +60,8 @@ class Rollout:
         flags[st.truncated & live] |= TRUNC
         flags[reset] |= LAST | EP_END
         flags[reset & self.got_flag] |= FLAG_GET
-        reward = np.where(live, np.sign(st.rewards) if self.clip else st.rewards, 0.0).astype(np.float32)
+        learned = np.sign(st.rewards) if self.clip else st.rewards * self.scale  # the log keeps raw returns
+        reward = np.where(live, learned, 0.0).astype(np.float32)
         self.ep_ret += np.where(live, st.rewards, 0.0)
         self.ep_len += live
         has_x = live & ~np.isnan(st.x_pos)

@@ -10,70 +10,37 @@ from __future__ import annotations
 import dataclasses
 import json
 import multiprocessing as mp
-import os
-import queue
 import random
 import signal
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from config_optimized import RUN_FILES, RUNS_ROOT, Config, Hardware, profile_reason, resolve_device
+from config_optimized import Config, Hardware, profile_reason, resolve_device
 from models.weights import flat_size
 from wrappers.registry import is_mario
 
 from . import checkpoint as ckpt
 from . import shm
-from .collector import _epsilon_schedule, collector_seed, run_collector
+from .collector import _epsilon_schedule
 from .consolidator import Consolidator
 from .episodes import EPISODES_NAME, SCORE_WINDOW, ScoreTracker, episode_row
 from .control import GLOBAL_STEPS, UPDATES, ControlBlock
 from .learner import Learner, TrainingDiverged
-from .metrics import MetricsLog
+from .metrics import METRICS_NAME, MetricsLog, read_jsonl
+from .periodic_eval import PeriodicEval
 from .prefetch import Prefetcher
+from .ratio import ReplayRatio
 from .record import record_markdown, run_record, write_record
 from .replay import Replay, snapshot
 from .ring import ACT_NS, ALLOWED, ENV_STEPS, STEP_NS, THROTTLE_NS, WAIT_NS, Ring
-
-
-class RunLog:
-    """Prints log lines and appends them to <run_dir>/train.log. In a terminal a progress bar
-    over total_steps stays under the log lines; piped output gets the plain lines only."""
-
-    def __init__(self, run_dir: Path, total_steps: int):
-        self.file = open(run_dir / "train.log", "a", buffering=1)
-        self.bar = None
-        if sys.stdout.isatty():
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total_steps, unit="step", unit_scale=True,
-                            dynamic_ncols=True, smoothing=0.05, file=sys.stdout)
-
-    def __call__(self, line: str) -> None:
-        if self.bar is not None:
-            self.bar.write(line, file=sys.stdout)
-        else:
-            print(line, flush=True)
-        self.file.write(line + "\n")
-
-    def start_at(self, steps: int) -> None:
-        """A resumed run's bar starts at its step count (and its rate counts from there)."""
-        if self.bar is not None:
-            self.bar.initial = self.bar.n = self.bar.last_print_n = steps
-            self.bar.refresh()
-
-    def progress(self, steps: int) -> None:
-        if self.bar is not None and steps > self.bar.n:
-            self.bar.update(min(steps, self.bar.total) - self.bar.n)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-        self.file.close()
+from .run_folder import clear_run, link_latest
+from .runlog import RunLog
+from .supervisor import Collectors, CollectorsFailed
+from .tracking import Tracker, TrackingError
 
 
 def probe_env(cfg: Config) -> int:
@@ -87,24 +54,26 @@ def probe_env(cfg: Config) -> int:
 
 
 class Trainer:
-    def __init__(self, cfg: Config, hw: Hardware):
+    def __init__(self, cfg: Config, hw: Hardware, notes: list[str] | tuple = ()):
         self.cfg, self.hw = cfg, hw
+        self.notes = list(notes)  # what the command line resolved to (warnings, resume changes), for the log and record
         self.run_dir = Path(cfg.run_dir)
         self.stop_reason: str | None = None
-        self.collectors: list = []
+        self.collectors: Collectors | None = None
         self.rings: list[Ring] = []
         self.control: ControlBlock | None = None
-        self.restarts = 0
-        self.launches = 0  # collector starts over the run's life (resumes too): seeds each start apart
+        self.launches = 0  # collector starts before this process (a resumed run's): seeds each start apart
 
     # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
         cfg = self.cfg
         if cfg.overwrite and not cfg.resume:
-            self._clear_run_dir()
+            clear_run(self.run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._link_latest()
+        link_latest(self.run_dir)
         self.log = RunLog(self.run_dir, cfg.total_steps)
+        for note in self.notes:
+            self.log(f"[MAIN] {note}")
         stale = shm.remove_stale_segments()
         if stale:
             self.log(f"[MAIN] Removed {len(stale)} shared-memory segments left by a dead run: {', '.join(stale[:4])}")
@@ -125,26 +94,28 @@ class Trainer:
         self.epoch = 0
         self.refill_steps = cfg.learning_starts  # agent steps into the replay before training (again)
         self.best_score = float("-inf")  # best mean of the last 20 games at an epoch end (best.pt)
+        self.best_eval = float("-inf")   # best --eval-interval evaluation (best_eval.pt)
         if cfg.resume:
             self._resume()
+        self.record = {**run_record(cfg, self.hw, cfg.profile, profile_reason(cfg.profile, self.hw, cfg.env)),
+                       "notes": self.notes}
+        self.tracker = Tracker(self.run_dir, cfg.wandb_project, cfg.wandb_entity, self.record) if cfg.track else None
         self.metrics = MetricsLog(self.run_dir, cfg.tensorboard)
-        self.record = run_record(cfg, self.hw, cfg.profile, profile_reason(cfg.profile, self.hw))
         write_record(self.run_dir, self.record)
         self.metrics.text("run_record", record_markdown(self.record))
         self.episodes_file = open(self.run_dir / EPISODES_NAME, "a", buffering=1)
+        every = cfg.eval_interval
+        self.evals = PeriodicEval(self.run_dir, every, cfg.eval_episodes, cfg.eval_epsilon, cfg.score_metric,
+                                  cfg.seed + 7_919, self.log, self.best_eval,
+                                  (self.base_steps // every + 1) * every if every else 0)
         self.score = ScoreTracker([] if cfg.target_score is None else [cfg.target_score], metric=cfg.score_metric)
         self.n_weights = flat_size(self.learner.model)
         self.control = ControlBlock.create(self.n_weights)
         self.control.header[GLOBAL_STEPS] = self.base_steps
         self.control.publish(self.learner.model)
         self.rings = [Ring.create(f"ring{i}", cfg.queue_capacity) for i in range(cfg.num_collectors)]
-        self.ctx = mp.get_context(cfg.start_method)
-        self.errors = self.ctx.Queue()
-        self.cfg_dict = {**dataclasses.asdict(cfg), "_env_options": dataclasses.asdict(cfg.env_options())}
-        self.collectors = [None] * cfg.num_collectors
-        self.seeds = [None] * cfg.num_collectors
-        for i in range(cfg.num_collectors):
-            self._start_collector(i)
+        self.collectors = Collectors(mp.get_context(cfg.start_method), cfg, [r.name for r in self.rings],
+                                     self.control.name, self.n_weights, self.log, self.launches)
         self.consolidator = Consolidator(self.rings, self.replay, cfg.consolidation_batch, self.log,
                                          cfg.processor_log_interval)
         self.prefetcher = Prefetcher(self.replay, self.learner, cfg.batch_size, cfg.prefetch_batches)
@@ -153,31 +124,7 @@ class Trainer:
                  f"batch {cfg.batch_size} x {cfg.grad_accum_steps}, replay ratio {cfg.replay_ratio:g}, "
                  f"amp {self.learner.amp_dtype}, compile {cfg.compile}, learner threads {threads}, "
                  f"replay {cfg.buffer_size:,} x {self.replay.storage.bytes_per_transition():,.0f} B, "
-                 f"collector seeds {', '.join(map(str, self.seeds))}")
-
-    def _clear_run_dir(self) -> None:
-        """--overwrite: the old run's files go before the new run writes any."""
-        import shutil
-
-        for name in (*RUN_FILES, "learning_curve.png", "checkpoint.pt.tmp", "replay.npz.tmp"):
-            (self.run_dir / name).unlink(missing_ok=True)
-        shutil.rmtree(self.run_dir / "tb", ignore_errors=True)
-
-    def _link_latest(self) -> None:
-        """runs/latest points at the newest run under runs/ (what --resume latest continues)."""
-        root = RUNS_ROOT.resolve()
-        if self.run_dir.resolve().parent != root:
-            return
-        link = root / "latest"
-        if link.exists() and not link.is_symlink():
-            return  # a real folder from before run folders existed: leave it alone
-        tmp = root / f".latest.{os.getpid()}"
-        try:
-            tmp.unlink(missing_ok=True)
-            tmp.symlink_to(self.run_dir.resolve().name)
-            os.replace(tmp, link)
-        except OSError:
-            pass
+                 f"collector seeds {', '.join(map(str, self.collectors.seeds))}")
 
     def _resume(self) -> None:
         path = self.run_dir / ckpt.CHECKPOINT_NAME
@@ -189,6 +136,13 @@ class Trainer:
         # A checkpoint from before launches were counted: its step count still sets the seeds apart.
         self.launches = int(c.get("collector_launches", self.base_steps))
         self.best_score = float(c.get("best_score", float("-inf")))
+        self.best_eval = float(c.get("best_eval", float("-inf")))
+        # checkpoints before best_metric was saved measured Mario in distance and the rest in return
+        was = c.get("best_metric", "distance" if is_mario(self.cfg.env) else "return")
+        if was != self.cfg.score_metric:
+            self.best_score = self.best_eval = float("-inf")
+            self.log(f"[MAIN] The best scores so far were in {was}, this run measures {self.cfg.score_metric}: "
+                     "best.pt and best_eval.pt start over")
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         random.setstate(rng["python"])
@@ -227,38 +181,6 @@ class Trainer:
         self.log(f"[MAIN] Replay saved to {path}: {len(self.replay):,} transitions, {size / 2**20:,.0f} MB "
                  f"in {took:.1f} s")
 
-    def _start_collector(self, i: int) -> None:
-        self.seeds[i] = collector_seed(self.cfg.seed, i, self.launches)
-        p = self.ctx.Process(target=run_collector, name=f"collector-{i}",
-                             args=(i, self.cfg_dict, self.rings[i].name, self.control.name, self.n_weights,
-                                   os.getpid(), self.errors, self.launches), daemon=True)
-        self.launches += 1
-        p.start()
-        self.collectors[i] = p
-
-    # ------------------------------------------------------------------ health
-    def _check_collectors(self) -> None:
-        for i, p in enumerate(self.collectors):
-            if p.is_alive():
-                continue
-            code = p.exitcode
-            p.join()
-            detail = ""
-            try:
-                while True:
-                    idx, env_id, msg, tb = self.errors.get_nowait()
-                    detail += f"\n[MAIN] collector {idx} ({env_id}) raised {msg}\n{tb}"
-            except (queue.Empty, OSError, EOFError):
-                pass
-            how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-            self.log(f"[MAIN] Collector {i} {how}.{detail}")
-            if self.restarts >= self.cfg.max_collector_restarts:
-                raise CollectorsFailed(f"collector {i} failed and the restart budget (--max-collector-restarts "
-                                   f"{self.cfg.max_collector_restarts}) is spent; see the traceback above")
-            self.restarts += 1
-            self.log(f"[MAIN] Restarting collector {i} (restart {self.restarts}/{self.cfg.max_collector_restarts})")
-            self._start_collector(i)
-
     # ------------------------------------------------------------------ counters
     def env_steps(self) -> int:
         """Agent steps played: the ones that reached the replay, and the ones a full ring dropped."""
@@ -266,12 +188,7 @@ class Trainer:
 
     def _set_allowance(self, steps: int) -> None:
         """Hold collectors back when the learner falls behind the replay ratio."""
-        cfg = self.cfg
-        start = self.base_steps + self.refill_steps
-        per_update = cfg.effective_batch / cfg.replay_ratio
-        slack = max(2 * per_update, 4 * cfg.num_collectors * cfg.envs_per_collector, 1000)
-        allowed = start + slack if steps < start else start + self.samples_trained_run / cfg.replay_ratio + slack
-        headroom = int(max(0, allowed - steps - self.consolidator.pending()))
+        headroom = self.ratio.allowance(steps, self.samples_trained_run, self.consolidator.pending())
         for ring in self.rings:
             ring.header[ALLOWED] = ring.header[ENV_STEPS] + headroom
 
@@ -285,7 +202,8 @@ class Trainer:
         self.consolidator.start()
         self.samples_trained_run = 0
         self.update_s_total = 0.0  # seconds inside learner.update, for outside observers (benchmark)
-        learn_start = self.base_steps + self.refill_steps
+        self.ratio = ReplayRatio(cfg.replay_ratio, cfg.effective_batch, self.base_steps + self.refill_steps,
+                                 cfg.num_collectors * cfg.envs_per_collector)
         spu = cfg.effective_batch
         next_epoch = (self.env_steps() // cfg.epoch_steps + 1) * cfg.epoch_steps
         acc = self._new_epoch_acc(t_start)
@@ -295,10 +213,13 @@ class Trainer:
             now = time.monotonic()
             if now - last_health > 0.5:
                 last_health = now
-                self._check_collectors()
+                self.collectors.check()
                 if self.consolidator.error:
                     raise RuntimeError("consolidation thread failed") from self.consolidator.error
                 self._take_episodes(t_start)
+                self.evals.poll()
+                if self.evals.due(self.env_steps()) and self.learner.updates:
+                    self.evals.start(lambda name: self.save_checkpoint(t_start, name), self.env_steps())
                 if cfg.time_limit and now - t_start >= cfg.time_limit * 60:
                     self.stop_reason = "time_limit"
                     break
@@ -313,8 +234,7 @@ class Trainer:
             if steps >= cfg.total_steps:
                 self.stop_reason = "total_steps"
                 break
-            due = steps >= learn_start and (steps - learn_start) * cfg.replay_ratio - self.samples_trained_run >= spu
-            if not due:
+            if not self.ratio.update_due(steps, self.samples_trained_run):
                 t0 = time.perf_counter()
                 time.sleep(0.001)
                 acc["idle_s"] += time.perf_counter() - t0
@@ -432,9 +352,9 @@ class Trainer:
             row["distance_mean"] = dist
             row["flag_rate"] = statistics.fmean(e.flag for e in eps_stats) if eps_stats else None
         self.metrics.write(row)
-        score = dist if mario else ret
+        score = dist if cfg.score_metric == "distance" else ret
         if score is not None and len(eps_stats) == SCORE_WINDOW and score > self.best_score:
-            self._save_best(score, "distance" if mario else "return", steps, t_start)
+            self._save_best(score, cfg.score_metric, steps, t_start)
 
     def _save_best(self, score: float, metric: str, steps: int, t_start: float) -> None:
         """best.pt: the weights whenever the mean of the last 20 training games beats every
@@ -455,7 +375,8 @@ class Trainer:
             "learner": self.learner.state_dict(),
             "counters": {"env_steps": self.env_steps(), "episodes": self.base_episodes + self.consolidator.episodes_total,
                          "samples_trained": self.samples_trained, "epoch": self.epoch,
-                         "collector_launches": self.launches, "best_score": self.best_score,
+                         "collector_launches": self.collectors.launches, "best_score": self.best_score,
+                         "best_eval": self.evals.best, "best_metric": self.cfg.score_metric,
                          "wall_s": self.wall_offset + time.monotonic() - t_start,
                          "epsilon": self.epsilon(self.env_steps())},
             "rng": {"torch": torch.get_rng_state(), "python": random.getstate(),
@@ -471,19 +392,16 @@ class Trainer:
         """Stop and join every collector, then the threads, so the counters are final."""
         if self.control is not None:
             self.control.request_stop()
-        for p in self.collectors:
-            if p is not None:
-                p.join(timeout=10)
-                if p.is_alive():
-                    p.terminate()
-                    p.join(timeout=5)
-                if p.is_alive():
-                    p.kill()
-                    p.join()
+        if self.collectors is not None:
+            self.collectors.join()
         for t in (getattr(self, "consolidator", None), getattr(self, "prefetcher", None)):
             if t is not None and t.is_alive():
                 t.stop_event.set()
                 t.join(timeout=5)
+        if getattr(self, "evals", None) is not None:
+            if self.stop_reason in ("total_steps", "time_limit", "target_score"):
+                self.evals.finish(wait_s=120)  # a planned stop keeps the evaluation under way
+            self.evals.close()
 
     def release(self) -> None:
         """Unlink every shared-memory segment and close the run's files."""
@@ -491,10 +409,10 @@ class Trainer:
             ring.close()
         if self.control is not None:
             self.control.close()
-        if hasattr(self, "errors"):
-            self.errors.close()
-            self.errors.join_thread()
-        for f in (getattr(self, "metrics", None), getattr(self, "episodes_file", None), getattr(self, "log", None)):
+        if self.collectors is not None:
+            self.collectors.close()
+        for f in (getattr(self, "metrics", None), getattr(self, "tracker", None), getattr(self, "episodes_file", None),
+                  getattr(self, "log", None)):
             if f is not None:
                 f.close()
 
@@ -502,22 +420,33 @@ class Trainer:
 BEST_NAME = "best.pt"
 
 
-class CollectorsFailed(RuntimeError):
-    pass
-
-
 def _hms(seconds: float) -> str:
     s = int(seconds)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def run_training(cfg: Config, hw: Hardware) -> int:
-    """Train until total_steps, Ctrl-C or SIGTERM; always a clean shutdown (children joined,
-    shared memory unlinked) and, unless the weights diverged, a final checkpoint.
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished run left: its folder, its checkpoints and its last epoch's metrics."""
+    run_dir: Path
+    checkpoint: Path | None      # the final (or last good) checkpoint; None if none was ever written
+    best: Path | None            # best.pt: the best last-20 mean score at an epoch end; None before 20 games
+    metrics: dict | None         # the last metrics.jsonl row
+    stop_reason: str             # total_steps, time_limit, target_score, SIGINT, SIGTERM or error
+    exit_code: int               # 0: stopped as asked; 1: a failure, logged as one "[MAIN] Error: ..." line
 
-    Returns the exit code: 0 when stopped by total_steps or a signal, 1 after a failure, which is
-    logged as one "[MAIN] Error: ..." line naming the problem and the fix."""
-    trainer = Trainer(cfg, hw)
+
+def run_training(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> int:
+    """``train_run`` for the command line: its exit code."""
+    return train_run(cfg, hw, notes).exit_code
+
+
+def train_run(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> TrainResult:
+    """Train until total_steps, the time limit, the target score, Ctrl-C or SIGTERM; always a
+    clean shutdown (children joined, shared memory unlinked) and, unless the weights diverged, a
+    final checkpoint. A failure is logged as one "[MAIN] Error: ..." line naming the problem and
+    the fix, and gives exit code 1."""
+    trainer = Trainer(cfg, hw, notes)
 
     def on_signal(signum, frame):
         trainer.stop_reason = signal.Signals(signum).name
@@ -529,7 +458,7 @@ def run_training(cfg: Config, hw: Hardware) -> int:
         error, keep_weights = f"training diverged: {e}", False
     except (ckpt.CheckpointError, snapshot.ReplayFileError) as e:
         error, keep_weights = str(e), False
-    except (CollectorsFailed, shm.ShmError) as e:
+    except (CollectorsFailed, shm.ShmError, TrackingError) as e:
         error = str(e)
     finally:
         try:
@@ -561,7 +490,16 @@ def run_training(cfg: Config, hw: Hardware) -> int:
             trainer.release()
             for s, h in old.items():
                 signal.signal(s, h)
-    return code
+    return _result(trainer, code)
+
+
+def _result(trainer: Trainer, code: int) -> TrainResult:
+    run_dir = trainer.run_dir
+    last = run_dir / ckpt.CHECKPOINT_NAME
+    best = run_dir / BEST_NAME
+    rows = read_jsonl(run_dir / METRICS_NAME) if (run_dir / METRICS_NAME).exists() else []
+    return TrainResult(run_dir, last if last.exists() else None, best if best.exists() else None,
+                       rows[-1] if rows else None, trainer.stop_reason or "error", code)
 
 
 def _write_curve(trainer: Trainer) -> None:

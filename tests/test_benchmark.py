@@ -63,18 +63,23 @@ def test_profile_writes_traces_and_top_ops(tmp_path):
         assert trace["traceEvents"]
 
 
-def test_autotune_writes_a_profile_that_config_picks(tmp_path):
-    path = tmp_path / "autotuned.json"
-    env = {"DQN_AUTOTUNED_PROFILE": str(path)}
+def test_autotune_writes_a_profile_that_config_picks_for_its_family_only(tmp_path):
+    env = {"DQN_PROFILE_DIR": str(tmp_path)}
     out, _ = _bench("--autotune", "--quick", "--seconds", "2", env=env, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    path = tmp_path / "autotuned-atari.json"
     data = json.loads(path.read_text())
+    assert data["family"] == "atari" and data["tuned_on"] == "ALE/Pong-v5"
     assert data["env_steps_per_s"] > 0 and len(data["trials"]) >= 3
-    shown = subprocess.run([sys.executable, "config_optimized.py"], cwd=ROOT, capture_output=True, text=True,
-                           env={**os.environ, **env}, timeout=120)
-    assert f"Profile:  autotuned (from {path})" in shown.stdout
+
+    def show(*args):
+        return subprocess.run([sys.executable, "config_optimized.py", *args], cwd=ROOT, capture_output=True,
+                              text=True, env={**os.environ, **env}, timeout=120).stdout
+    shown = show("--env", "ALE/Breakout-v5")
+    assert f"Profile:  autotuned (from {path})" in shown
     for key, value in data["overrides"].items():
-        assert f" {key} " in shown.stdout and f"= {value!r}" in shown.stdout
+        assert f" {key} " in shown and f"= {value!r}" in shown
+    assert "Profile:  cpu-" in show("--env", "SuperMarioBros-1-1-v0")  # a Pong-tuned profile is not Mario's
 
 
 def test_time_to_score_quick_on_catch_with_baseline(tmp_path):
@@ -109,3 +114,12 @@ def test_time_to_score_quick_on_catch_with_baseline(tmp_path):
 def test_time_to_score_refuses_run_options_it_sets_itself(tmp_path):
     out, _ = _bench("--time-to-score", "--quick", "--time-limit", "3", timeout=120)
     assert out.returncode == 2 and "--minutes" in out.stderr
+
+
+def test_time_to_score_targets_per_game():
+    from benchmark_performance import default_milestones, default_target
+
+    assert default_target("ALE/Pong-v5") == 18 and default_milestones("ALE/Pong-v5")[-1] == 18
+    assert default_target("SuperMarioBros-1-2-v0") == 3000  # Mario by distance, any stage
+    assert default_milestones("SuperMarioBros-1-1-v0") == (1000, 1500, 2000, 2500)
+    assert default_target("ALE/Breakout-v5") is None and default_milestones("ALE/Breakout-v5") == ()

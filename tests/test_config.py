@@ -109,6 +109,10 @@ def test_bad_input_stops_before_any_process_starts(tmp_path):
     ({"envs_per_collector": -2}, "--envs-per-collector -2: must be a positive integer"),
     ({"learning_starts": -1}, "--learning-starts -1: must be 0 or more"),
     ({"gamma": 1.5}, "--gamma 1.5: must be in (0, 1]"),
+    ({"reward_scale": 0.5}, "--reward-scale 0.5: has no effect while --clip-rewards is on"),
+    ({"reward_scale": 0.0, "clip_rewards": False}, "--reward-scale 0.0: must be positive"),
+    ({"eval_epsilon": 1.5}, "--eval-epsilon 1.5: must be in [0, 1]"),
+    ({"eval_interval": -1}, "--eval-interval -1: must be 0 or more"),
     ({"eps_end": 2.0}, "--eps-end 2.0: must be in [0, 1]"),
     ({"start_method": "threads"}, "--start-method 'threads': choose spawn, forkserver or fork"),
     ({"env": "CartPole-v1"}, "module:EnvId"),
@@ -119,16 +123,17 @@ def test_bad_values_name_option_value_and_fix(overrides, expected):
 
 
 def test_profile_file_that_does_not_parse(tmp_path, monkeypatch):
-    import config_optimized
-
-    bad = tmp_path / "autotuned.json"
+    monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
+    bad = tmp_path / "autotuned-atari.json"
     bad.write_text("{not json")
-    monkeypatch.setattr(config_optimized, "AUTOTUNED_PROFILE", bad)
-    with pytest.raises(ConfigError, match="autotuned.json does not parse"):
-        build_config({"profile": "autotuned"}, hw(2))
+    with pytest.raises(ConfigError, match="autotuned-atari.json does not parse"):
+        build_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
     bad.write_text('{"overrides": {"batch_sise": 64}}')
     with pytest.raises(ConfigError, match=r"unknown fields \['batch_sise'\]"):
-        build_config({"profile": "autotuned"}, hw(2))
+        build_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
+    bad.write_text('{"family": "mario", "overrides": {"num_collectors": 2}}')
+    with pytest.raises(ConfigError, match="tuned on the mario family, not atari"):
+        build_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
 
 
 def test_unwritable_run_dir(tmp_path, monkeypatch):

@@ -114,3 +114,20 @@ def test_dropped_pushes_keep_game_statistics_and_step_counts(dropped_run):
     assert all(e.ret == EP_LEN and e.length == EP_LEN for e in cons.episodes)
     assert cons.env_steps + cons.dropped_steps() == env.live_steps
     assert cons.dropped_steps() > 0
+
+
+@pytest.mark.parametrize("clip,scale,learned", [(True, 1.0, 1.0), (False, 1.0, 4.0), (False, 0.25, 1.0)])
+def test_rollout_learns_from_clipped_or_scaled_rewards_and_logs_raw_returns(clip, scale, learned):
+    import dataclasses
+
+    env = FiveStepEnvs(2)
+    step = env.step
+    env.step = lambda a: (lambda st: dataclasses.replace(st, rewards=st.rewards * 4))(step(a))  # a reward of 4
+    rollout = Rollout(env, ZeroQ(), 4, clip, seed=0, reward_scale=scale)
+    seen, best_return = set(), 0.0
+    for _ in range(12):
+        _, fields, _, _ = rollout.step(1.0)
+        seen |= {float(r) for r in fields["reward"] if r}
+        best_return = max(best_return, float(rollout.ep_ret.max()))
+    assert seen == {learned}
+    assert best_return == 4 * EP_LEN  # what the log shows: the raw score of a whole game

@@ -172,6 +172,11 @@ def test_resume_rejects_checkpoint_of_another_game(tmp_path):
     proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "600"], mark)
     assert proc.returncode == 0, out[-3000:]
     proc, out = run(["--env", "ALE/Breakout-v5", "--run-dir", str(run_dir), "--resume"], mark)
+    assert proc.returncode == 2  # refused by the run's saved config.json
+    assert "--env 'ALE/Breakout-v5'" in out and "trained with --env 'tests.catch_env:Catch-v0'" in out
+    assert "cannot change" in out and "Traceback" not in out
+    (run_dir / "config.json").unlink()  # a run without a record: the checkpoint itself refuses
+    proc, out = run(["--env", "ALE/Breakout-v5", "--run-dir", str(run_dir), "--resume"], mark)
     assert proc.returncode == 2
     assert "checkpoint.pt" in out and "env='tests.catch_env:Catch-v0'" in out and "ALE/Breakout-v5" in out
 

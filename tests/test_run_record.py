@@ -101,3 +101,26 @@ def test_resumed_run_keeps_the_earlier_record(tmp_path):
 
 def test_config_default_run_dir_is_unset():
     assert Config().run_dir == "" and replace(Config(), resume="latest").resume == "latest"
+
+
+@pytest.mark.slow
+def test_eval_interval_keeps_the_best_evaluated_weights(tmp_path):
+    from pipeline.checkpoint import load
+    from pipeline.periodic_eval import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
+
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "5000", "--eval-interval", "1000",
+            "--eval-episodes", "3", "--eval-epsilon", "0.05"]
+    proc, out = run(args, mark, timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    evals = [json.loads(x) for x in (run_dir / EVALS_NAME).read_text().splitlines()]
+    assert len(evals) >= 2 and all(len(e["returns"]) == 3 and e["epsilon"] == 0.05 for e in evals)
+    assert [e["env_steps"] for e in evals] == sorted(e["env_steps"] for e in evals)
+    best = max(e["score"] for e in evals)
+    assert f"mean return {best:.2f} over 3 games (epsilon 0.05); best so far" in out
+    state = load(run_dir / BEST_EVAL_NAME)  # a whole checkpoint: --eval plays it
+    # the weights evaluated: saved as the evaluation started (collectors run on meanwhile)
+    assert abs(state["counters"]["env_steps"] - next(e["env_steps"] for e in evals if e["score"] == best)) <= 100
+    assert not (run_dir / CANDIDATE_NAME).exists()
+    assert load(run_dir / "checkpoint.pt")["counters"]["best_eval"] == best
+    check_clean(proc, mark)

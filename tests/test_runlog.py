@@ -2,7 +2,7 @@
 import io
 import sys
 
-from pipeline.trainer import RunLog
+from pipeline.runlog import RunLog
 
 
 class FakeTerminal(io.StringIO):

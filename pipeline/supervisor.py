@@ -1,0 +1,89 @@
+"""Collector supervision (the learner process's view of its rollout workers): starts each
+collector process with a seed of its own, notices one that died, reports why (its traceback
+when it raised) and restarts it within the run's restart budget, and stops them all in order.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import queue
+
+from .collector import collector_seed, run_collector
+
+
+class CollectorsFailed(RuntimeError):
+    pass
+
+
+class Collectors:
+    def __init__(self, ctx, cfg, ring_names: list[str], control_name: str, n_weights: int, log, launches: int = 0):
+        """``launches``: collector starts before this process (a resumed run's), so no two starts
+        of the run play the same env seeds and exploration draws."""
+        self.ctx, self.cfg, self.log = ctx, cfg, log
+        self.ring_names, self.control_name, self.n_weights = ring_names, control_name, n_weights
+        self.cfg_dict = {**dataclasses.asdict(cfg), "_env_options": dataclasses.asdict(cfg.env_options())}
+        self.errors = ctx.Queue()
+        self.launches = launches
+        self.restarts = 0
+        self.procs: list = [None] * len(ring_names)
+        self.seeds: list = [None] * len(ring_names)
+        try:
+            for i in range(len(ring_names)):
+                self._start(i)
+        except BaseException:  # none of the started ones may outlive a failed start
+            for p in self.procs:
+                if p is not None:
+                    p.kill()
+                    p.join()
+            self.close()
+            raise
+
+    def _start(self, i: int) -> None:
+        self.seeds[i] = collector_seed(self.cfg.seed, i, self.launches)
+        p = self.ctx.Process(target=run_collector, name=f"collector-{i}",
+                             args=(i, self.cfg_dict, self.ring_names[i], self.control_name, self.n_weights,
+                                   os.getpid(), self.errors, self.launches), daemon=True)
+        self.launches += 1
+        p.start()
+        self.procs[i] = p
+
+    def check(self) -> None:
+        """Restart a collector that died; CollectorsFailed once the restart budget is spent."""
+        limit = self.cfg.max_collector_restarts
+        for i, p in enumerate(self.procs):
+            if p.is_alive():
+                continue
+            code = p.exitcode
+            p.join()
+            detail = ""
+            try:
+                while True:
+                    idx, env_id, msg, tb = self.errors.get_nowait()
+                    detail += f"\n[MAIN] collector {idx} ({env_id}) raised {msg}\n{tb}"
+            except (queue.Empty, OSError, EOFError):
+                pass
+            how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+            self.log(f"[MAIN] Collector {i} {how}.{detail}")
+            if self.restarts >= limit:
+                raise CollectorsFailed(f"collector {i} failed and the restart budget (--max-collector-restarts "
+                                       f"{limit}) is spent; see the traceback above")
+            self.restarts += 1
+            self.log(f"[MAIN] Restarting collector {i} (restart {self.restarts}/{limit})")
+            self._start(i)
+
+    def join(self) -> None:
+        """Wait for every collector to leave (after the control block's stop flag), killing any
+        that does not within seconds."""
+        for p in self.procs:
+            if p is not None:
+                p.join(timeout=10)
+                if p.is_alive():
+                    p.terminate()
+                    p.join(timeout=5)
+                if p.is_alive():
+                    p.kill()
+                    p.join()
+
+    def close(self) -> None:
+        self.errors.close()
+        self.errors.join_thread()

@@ -1,0 +1,35 @@
+"""Game-family presets: the hyperparameters that belong to a kind of game (Atari, Mario), kept
+apart from the hardware profiles in config_optimized.py, which say how fast a machine runs them.
+
+One TOML file per family, listing only what differs from the Config defaults. Layers, each
+overriding the one before: defaults, family preset, hardware profile, ``--config FILE``, flags.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+FAMILIES = ("atari", "mario")
+HERE = Path(__file__).resolve().parent
+
+
+def family_of(env_id: str) -> str:
+    """The preset family of an env id: Mario ids are "mario"; ALE ids and module:EnvId pixel
+    games get the Atari recipe."""
+    from wrappers.registry import is_mario
+
+    return "mario" if is_mario(env_id) else "atari"
+
+
+def preset_path(family: str) -> Path:
+    return HERE / f"{family}.toml"
+
+
+def load_preset(family: str) -> dict:
+    """The preset's overrides; an unknown family has none (never raised: the env id check names
+    the problem first)."""
+    path = preset_path(family)
+    if not path.exists():
+        return {}
+    with open(path, "rb") as f:
+        return tomllib.load(f)

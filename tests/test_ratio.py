@@ -1,0 +1,28 @@
+"""The replay-ratio control: an update only when the agent steps pay for it, collectors only a
+bounded head start ahead of the learner."""
+from pipeline.ratio import ReplayRatio
+
+
+def test_updates_are_due_exactly_as_the_steps_pay_for_them():
+    r = ReplayRatio(ratio=4.0, batch=32, start=10_000, streams=8)
+    assert r.steps_per_update == 8
+    assert not r.update_due(9_999, 0) and not r.update_due(10_007, 0)
+    assert r.update_due(10_008, 0)                           # 8 steps x 4 = 32 samples: one update
+    assert not r.update_due(10_008, 32) and r.update_due(10_016, 32)
+    steps, trained = 10_000, 0
+    for steps in range(10_000, 50_000):                      # a learner that trains whenever due
+        while r.update_due(steps, trained):
+            trained += 32
+    assert trained == (steps - 10_000) // 8 * 32             # never more, never fewer samples per step
+
+
+def test_collectors_get_a_bounded_head_start():
+    r = ReplayRatio(ratio=4.0, batch=32, start=10_000, streams=8)
+    assert r.slack == 1000                                   # max(2 updates, 4 steps of every env, 1000)
+    assert ReplayRatio(0.5, 1024, 0, 8).slack == 4096        # two updates' worth when that is more
+    assert ReplayRatio(4.0, 32, 0, 512).slack == 2048        # four steps of every env when that is more
+    assert r.allowance(0, 0, 0) == 11_000                    # warm-up: up to learning start + slack
+    assert r.allowance(11_000, 0, 0) == 0                    # the learner has trained nothing yet
+    assert r.allowance(11_000, 32 * 100, 0) == 800           # 100 updates paid for 800 more steps
+    assert r.allowance(11_000, 32 * 100, 300) == 500         # steps still in the queues count
+    assert r.allowance(20_000, 0, 0) == 0                    # never negative
