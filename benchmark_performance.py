@@ -1,5 +1,5 @@
 """What each optimization buys on this machine, measured side by side in one run: the ladder
-(seed 002's table: each row adds one optimization, same game, same replay ratio) and component
+(each row adds one optimization, same game, same replay ratio) and component
 benchmarks (ring vs multiprocessing.Queue, collector overhead, replay, learner, acting). Warm-up
 is excluded, figures are medians over several windows, and the load average is reported.
 
@@ -122,7 +122,7 @@ def bench_vector_envs(n_windows: int, num_envs: int = 8) -> dict:
 # ----------------------------------------------------------------------------- replay
 def bench_replay(n_windows: int) -> dict:
     from pipeline.replay import Replay
-    from pipeline.ring import FIRST
+    from pipeline.transition import FIRST
 
     replay = Replay(100_000, 1, 8, 4, 3, 0.99, seed=0)
     rng = np.random.default_rng(0)
@@ -511,6 +511,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
 
     from config_optimized import Config, build_config, detect_hardware, validate
     from pipeline.ratio import ReplayRatio
+    from pipeline.run import open_run
     from pipeline.trainer import Trainer
 
     rss = RssPeak()
@@ -522,13 +523,14 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
         else:
             cfg, name = Config(**{**spec["overrides"], **run}), "explicit"
         validate(cfg, hw)
-        trainer = Trainer(cfg, hw)
+        log = open_run(cfg)
+        trainer = Trainer(cfg, hw, log)
 
         samples = []
 
         def sample():
             return (time.perf_counter(), trainer.env_steps(), trainer.learner.updates, trainer.update_s_total,
-                    trainer._collector_ns(), trainer.consolidator.drops())
+                    trainer.collector_time_ns(), trainer.consolidator.drops())
 
         def stopper():
             # Measure once the collectors have used up the head start the replay-ratio control
@@ -536,9 +538,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             try:
                 slack = ReplayRatio(cfg.replay_ratio, cfg.effective_batch, cfg.learning_starts,
                                     cfg.num_collectors * cfg.envs_per_collector).slack
-                while trainer.stop_reason is None and not (
-                        getattr(trainer, "learner", None) is not None and hasattr(trainer, "update_s_total")
-                        and trainer.env_steps() > cfg.learning_starts + 1.5 * slack):
+                while trainer.stop_reason is None and trainer.env_steps() <= cfg.learning_starts + 1.5 * slack:
                     time.sleep(0.05)
                 time.sleep(window_s)  # one more window of warm-up
                 samples.append(sample())
@@ -554,6 +554,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
         finally:
             trainer.stop_workers()
             trainer.release()
+            log.close()
         bpt = trainer.replay.storage.bytes_per_transition()
     if len(samples) < 2:
         raise RuntimeError("the run ended before a measuring window")
@@ -563,7 +564,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
         coll = {k: (b[4][k] - a[4][k]) / 1e9 for k in a[4]}
         ctot = max(sum(coll.values()), 1e-9)
         win.append({"env_steps_per_s": (b[1] - a[1]) / dt, "updates_per_s": (b[2] - a[2]) / dt,
-                    "learner_busy": (b[3] - a[3]) / dt, "collector_queue_wait": coll["wait"] / ctot,
+                    "learner_busy": (b[3] - a[3]) / dt, "collector_queue_wait": coll["queue_wait"] / ctot,
                     "collector_throttled": coll["throttle"] / ctot})
     med = lambda k: statistics.median(w[k] for w in win)  # noqa: E731
     return {"env_steps_per_s": med("env_steps_per_s"), "updates_per_s": med("updates_per_s"),
@@ -663,7 +664,7 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     from pipeline.learner import Learner
     from pipeline.replay import Replay
     from pipeline.rollout import Rollout
-    from pipeline.ring import FIRST
+    from pipeline.transition import FIRST
     from wrappers import BatchedEnv
 
     os.makedirs(out_dir, exist_ok=True)
@@ -1000,14 +1001,15 @@ def machine() -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Measure what each optimization buys on this machine: the ladder "
-                                             "of seed 002 plus component benchmarks, in one run.", allow_abbrev=False)
+                                             "(each row adds one optimization) plus component benchmarks, in one run.", allow_abbrev=False)
     ap.add_argument("--quick", action="store_true", help="short windows, no torch.compile rows (under 3 minutes)")
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
     ap.add_argument("--seconds", type=float, help="measured seconds per ladder row after learning starts")
-    ap.add_argument("--only", choices=["ladder", "components", "learner"],
+    ap.add_argument("--only", choices=["ladder", "components", "learner", "emulator"],
                     help="run one part only (learner: updates/s alone vs in the pipeline at batch 32/64/128, "
-                         "1 and 2 threads, and the share of the CPU's peak)")
+                         "1 and 2 threads, and the share of the CPU's peak; emulator: Mario's NES emulator "
+                         "frames/s per core against each layer above it, up to a collector's rollout)")
     ap.add_argument("--rows", metavar="N,N", help="ladder rows to run, e.g. 4,8 (row 1, the baseline, always runs)")
     ap.add_argument("--profile", metavar="DIR", nargs="?", const="profiles",
                     help="instead: torch.profiler over learner and collector steps; traces go to DIR")
@@ -1067,13 +1069,24 @@ def main(argv=None) -> int:
     if args.only == "learner":
         result["learner_grid"] = bench_learner_grid(seconds, nw)
         print_learner_grid(result["learner_grid"])
-    if args.only not in ("components", "learner"):
+    if args.only == "emulator":
+        from bench.emulator import bench_emulator, print_emulator
+
+        from wrappers.registry import is_mario
+
+        env = args.env or "SuperMarioBros-1-1-v0"
+        if not is_mario(env):
+            ap.error(f"--only emulator --env {env}: the emulator benchmark measures nes-py, give a "
+                     "SuperMarioBros-W-S-v0 id")
+        result["emulator"] = bench_emulator(env, nw, 1.0 if args.quick else 3.0)
+        print_emulator(result["emulator"])
+    if args.only not in ("components", "learner", "emulator"):
         result["rows"] = bench_ladder(seconds, args.quick, rows)
         print_ladder(result["rows"])
         if args.plot:
             plot_ladder(result["rows"], args.plot)
             print(f"\nLadder chart: {args.plot}")
-    if args.only not in ("ladder", "learner"):
+    if args.only not in ("ladder", "learner", "emulator"):
         print("\nComponents ...", flush=True)
         torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
         c = result["components"]

@@ -98,7 +98,7 @@ class Config:
     per_beta: float = doc("prioritized replay: importance-sampling exponent at the start (annealed to 1)", 0.4)
     prefetch_batches: int = doc("batches sampled ahead of the learner by the prefetch thread", 4)
     # --- learner
-    model_arch: str = doc("Q-network: batchnorm (seed 004) or nature (plain Nature DQN)", "batchnorm")
+    model_arch: str = doc("Q-network: batchnorm (conv layers with BatchNorm) or nature (plain Nature DQN)", "batchnorm")
     dueling: bool = doc("dueling Q head", False)
     batch_size: int = doc("samples per micro-batch", 32)
     grad_accum_steps: int = doc("micro-batches accumulated per optimizer step (effective batch = batch_size x this)", 1)

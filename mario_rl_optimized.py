@@ -130,8 +130,8 @@ def train(**overrides):
         result.run_dir, result.checkpoint, result.best, result.metrics["return_mean"]
 
     Raises ConfigError (bad settings, named with the fix) before anything starts; returns the
-    pipeline.trainer.TrainResult of the run, whose exit_code is 1 after a logged failure."""
-    from pipeline.trainer import train_run
+    pipeline.run.TrainResult of the run, whose exit_code is 1 after a logged failure."""
+    from pipeline.run import train_run
 
     unknown = set(overrides) - {f.name for f in fields(Config)} - {"config"}
     if unknown:
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
     except (CheckpointError, ReplayFileError, HubError) as e:  # one clear line, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from pipeline.trainer import run_training
+    from pipeline.run import run_training
 
     return run_training(cfg, hw, notes)
 

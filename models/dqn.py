@@ -1,4 +1,4 @@
-"""Q-networks for pixel DQN: the BatchNorm conv DQN (seed 004) and the plain Nature DQN baseline.
+"""Q-networks for pixel DQN: the BatchNorm conv DQN (the default) and the plain Nature DQN baseline.
 
 Both take uint8 frame stacks [B, C, 84, 84] and scale to [0, 1] inside the model, so the replay,
 the rings and the host-to-device copy all move 1 byte per pixel instead of 4.
@@ -9,8 +9,9 @@ BatchNorm in a DQN has three traps, and this is how the project handles each:
    of 1..M correlated frames, and the target network evaluates s' batches whose statistics
    differ from the training batch. Both therefore run in ``eval()`` mode and use the running
    statistics; the collectors receive those running statistics with the weights
-   (``models.weights`` ships buffers too). The target network is a copy made with
-   ``copy_state_from`` and stays in eval mode for its whole life.
+   (``models.weights`` ships buffers too). The learner's target network is a deep copy
+   of the online network, put in eval mode once and kept there for its whole life (target
+   syncs load the online state into it, which leaves the mode alone).
 2. Double DQN selects a' with the online network on s'. Running that forward pass in train
    mode would fold s' into the running statistics and normalise with s' batch statistics, so
    the learner evaluates s' with the online network switched to eval mode under no_grad.

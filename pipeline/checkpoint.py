@@ -2,8 +2,10 @@
 crash, a full disk or a kill mid-write leaves the previous checkpoint intact."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
+import random
 from pathlib import Path
 
 import torch
@@ -13,6 +15,32 @@ CHECKPOINT_NAME = "checkpoint.pt"
 
 class CheckpointError(RuntimeError):
     pass
+
+
+def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_rng: dict,
+                   best: dict | None = None) -> dict:
+    """Everything --resume and --eval need, in the layout ``load`` checks: what the weights fit
+    (meta), the config, the learner (weights, target, optimizer), the run's counters and every
+    random state (torch, Python, the replay sampler's), so a resumed run draws what it would have."""
+    state = {
+        "meta": {"env": cfg.env, "n_actions": n_actions, "frame_stack": cfg.frame_stack,
+                 "model_arch": cfg.model_arch, "dueling": cfg.dueling, "version": 1},
+        "config": dataclasses.asdict(cfg),
+        "learner": learner,
+        "counters": counters,
+        "rng": {"torch": torch.get_rng_state(), "python": random.getstate(), "sampler": sampler_rng},
+    }
+    if best is not None:
+        state["best"] = best
+    return state
+
+
+def restore_rng(state: dict) -> dict:
+    """Set torch's and Python's random states from a checkpoint; returns the sampler's."""
+    rng = state["rng"]
+    torch.set_rng_state(rng["torch"])
+    random.setstate(rng["python"])
+    return rng["sampler"]
 
 
 def save(path: str | Path, state: dict) -> None:

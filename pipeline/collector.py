@@ -12,7 +12,7 @@ import traceback
 
 import numpy as np
 
-from .ring import DROPPED_STEPS, EP_END, FLAG_GET, STATS
+from .transition import EP_END, FLAG_GET, STATS
 
 
 def _epsilon_schedule(cfg: dict, global_steps: int) -> float:
@@ -55,7 +55,7 @@ class Publisher:
             return False
         if self.pending is not None:  # this step's games join the ones still held back
             frames, fields = both, both_fields
-        self.ring.header[DROPPED_STEPS] += live
+        self.ring.block.dropped_steps += live
         self.rollout.break_streams()
         # Held back at most what fits beside the next step's records, so a push can succeed again.
         room = min(self.MAX_PENDING, self.ring.capacity - self.rollout.num_envs)
@@ -94,6 +94,14 @@ def run_collector(index: int, cfg: dict, ring_name: str, control_name: str, n_we
         raise SystemExit(1)
 
 
+def _one_cv2_thread() -> None:
+    """A collector owns one core: cv2's own thread pool (Mario's gray/resize) would only fight
+    the learner for the others."""
+    import cv2
+
+    cv2.setNumThreads(1)
+
+
 def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch):
     import signal
 
@@ -102,12 +110,13 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch)
     from models import build_model
     from wrappers import BatchedEnv, EnvOptions
 
-    from .control import GLOBAL_STEPS, ControlBlock
-    from .ring import ACT_NS, ALLOWED, ENV_STEPS, STEP_NS, THROTTLE_NS, Ring
+    from .control import ControlBlock
+    from .ring import Ring
     from .rollout import Rollout
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
     torch.set_num_threads(1)
+    _one_cv2_thread()
     M, k = cfg["envs_per_collector"], cfg["frame_stack"]
     ring = Ring.attach(ring_name, cfg["queue_capacity"])
     control = ControlBlock.attach(control_name, n_weights)
@@ -123,26 +132,23 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch)
 
     rollout = Rollout(env, model, k, cfg["clip_rewards"], seed, cfg["reward_scale"])
     fixed_eps = apex_epsilons(cfg["num_collectors"] * M, index * M, M) if cfg["apex_epsilon"] else None
-    header = ring.header
+    block = ring.block
     publisher = Publisher(ring, rollout, cfg["drop_when_full"], lambda: control.stop)
 
     while not control.stop:
         if os.getppid() != parent_pid:  # the learner died: nobody will drain the ring
             break
         control.load_if_new(model, scratch)
-        if header[ENV_STEPS] >= header[ALLOWED]:  # replay-ratio throttle: the learner is behind
-            t0 = time.perf_counter_ns()
-            while header[ENV_STEPS] >= header[ALLOWED] and not control.stop and os.getppid() == parent_pid:
-                time.sleep(0.001)
-            header[THROTTLE_NS] += time.perf_counter_ns() - t0
+        if block.held_back():  # replay-ratio throttle: the learner is behind
+            block.wait_for_allowance(lambda: control.stop or os.getppid() != parent_pid)
             continue
-        eps = fixed_eps if fixed_eps is not None else _epsilon_schedule(cfg, int(control.header[GLOBAL_STEPS]))
+        eps = fixed_eps if fixed_eps is not None else _epsilon_schedule(cfg, control.global_steps)
         act_ns, step_ns = rollout.act_ns, rollout.step_ns
         frames, fields, live, _ = rollout.step(eps)
         publisher.publish(frames, fields, live)
-        header[ENV_STEPS] += live
-        header[ACT_NS] += rollout.act_ns - act_ns
-        header[STEP_NS] += rollout.step_ns - step_ns
+        block.played += live
+        block.act_ns += rollout.act_ns - act_ns
+        block.env_ns += rollout.step_ns - step_ns
     env.close()
     ring.close()
     control.close()

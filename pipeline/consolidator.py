@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from .episodes import finished_games
-from .ring import DROPPED_STEPS, DROPS, LAST, STATS
+from .transition import is_agent_step
 
 
 class Consolidator(threading.Thread):
@@ -32,7 +32,7 @@ class Consolidator(threading.Thread):
             self.replay.writer.write(collector, frames, fields)
             flags = fields["flags"]
             self.processed += len(flags)
-            self.env_steps += int(np.count_nonzero((flags & (LAST | STATS)) == 0))
+            self.env_steps += int(np.count_nonzero(is_agent_step(flags)))
             for ep in finished_games(fields, self.env_steps + self.dropped_steps(), time.monotonic()):
                 self.episodes.append(ep)
                 self.finished.append(ep)
@@ -44,10 +44,10 @@ class Consolidator(threading.Thread):
 
     def dropped_steps(self) -> int:
         """Agent steps whose records a full ring dropped (--drop-when-full): played, not stored."""
-        return int(sum(r.header[DROPPED_STEPS] for r in self.rings))
+        return sum(r.block.dropped_steps for r in self.rings)
 
     def drops(self) -> int:
-        return int(sum(r.header[DROPS] for r in self.rings))
+        return sum(r.block.drops for r in self.rings)
 
     def drain_once(self) -> int:
         t0 = time.perf_counter()

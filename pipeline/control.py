@@ -16,7 +16,7 @@ from models.weights import read_flat, write_flat
 
 from . import shm
 
-STOP, GLOBAL_STEPS, VERSION, UPDATES = 0, 8, 16, 24
+STOP, GLOBAL_STEPS, VERSION = 0, 8, 16  # int64 words, each on its own cache line
 HEADER_WORDS = 32
 
 
@@ -44,6 +44,15 @@ class ControlBlock:
     @property
     def stop(self) -> bool:
         return bool(self.header[STOP])
+
+    @property
+    def global_steps(self) -> int:
+        """The run's agent steps, as the learner counts them: collectors take epsilon from it."""
+        return int(self.header[GLOBAL_STEPS])
+
+    @global_steps.setter
+    def global_steps(self, steps: int) -> None:
+        self.header[GLOBAL_STEPS] = steps
 
     def request_stop(self) -> None:
         self.header[STOP] = 1

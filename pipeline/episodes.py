@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .metrics import read_jsonl
-from .ring import EP_END, FLAG_GET
+from .transition import EP_END, FLAG_GET
 
 EPISODES_NAME = "episodes.jsonl"
 SCORE_WINDOW = 20

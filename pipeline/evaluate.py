@@ -91,7 +91,7 @@ class VideoWriter:
 def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
              epsilon: float = 0.0, max_steps: int = 27_000, log=print) -> EvalResult:
     from wrappers import make_env
-    from wrappers.registry import is_mario, is_pixel_id
+    from wrappers.registry import is_mario, is_module_env_id
 
     state = ckpt.load(checkpoint)
     cfg = Config(**{k: v for k, v in state["config"].items() if k in {f.name for f in dataclasses.fields(Config)}})
@@ -106,7 +106,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     model.eval()
     rng = np.random.default_rng(seed)
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
-    fps = env.metadata.get("render_fps", 15) if is_pixel_id(cfg.env) else 60 / max(1, cfg.frame_skip)
+    fps = env.metadata.get("render_fps", 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
     mario = is_mario(cfg.env)
     res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint))

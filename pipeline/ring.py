@@ -19,24 +19,11 @@ import time
 import numpy as np
 
 from . import shm
+from .collector_block import CollectorBlock
+from .transition import FIELDS
 
-# Record flags.
-FIRST = 1      # first observation of a (learning) episode
-TERM = 2       # the transition from this observation terminated the episode (no bootstrap)
-TRUNC = 4      # the transition was truncated (bootstrap from the next record)
-LAST = 8       # this record only carries the final observation of an episode; not a sample start
-EP_END = 16    # a whole game ended here: ep_return / ep_len / x_pos / flag hold its stats
-FLAG_GET = 32  # Mario reached the flag in that game
-STATS = 64     # carries only a finished game's statistics (its own record was dropped); not stored
-
-# int64 header words; producer- and consumer-written words sit on different cache lines.
-HEAD, TAIL, ALLOWED = 0, 8, 16
-DROPS, WAIT_NS, THROTTLE_NS, ENV_STEPS, DROPPED_STEPS = 24, 25, 26, 27, 28
-STEP_NS, ACT_NS = 29, 30
-HEADER_WORDS = 40
-
-FIELDS = (("action", np.uint8), ("reward", np.float32), ("flags", np.uint8), ("env", np.uint16),
-          ("ep_return", np.float32), ("ep_len", np.int32), ("x_pos", np.float32))
+HEAD, TAIL = 0, 8  # int64 words: records ever written (producer), ever read (consumer)
+HEADER_WORDS = 40  # the rest is the collector's control block (collector_block.py)
 
 
 def _layout(capacity: int, frame_shape: tuple[int, int]):
@@ -56,6 +43,7 @@ class Ring:
         offsets, _ = _layout(capacity, frame_shape)
         buf = seg.buf
         self.header = np.ndarray((HEADER_WORDS,), np.int64, buf, 0)
+        self.block = CollectorBlock(self.header)
         self.frames = np.ndarray((capacity, *frame_shape), np.uint8, buf, offsets["frames"])
         self.arrays = {name: np.ndarray((capacity,), dt, buf, offsets[name]) for name, dt in FIELDS}
         # Producer-side copies: head is only ever written by the producer, so it need not be read
@@ -122,14 +110,14 @@ class Ring:
         n = len(frames)
         if not self.has_room(n):
             if drop:
-                self.header[DROPS] += n
+                self.block.drops += n
                 return False
             t0 = time.perf_counter_ns()
             while not self.has_room(n):
                 if stop():
                     return False
                 time.sleep(0.0005)
-            self.header[WAIT_NS] += time.perf_counter_ns() - t0
+            self.block.queue_wait_ns += time.perf_counter_ns() - t0
         self.push(frames, **fields)
         return True
 
@@ -151,5 +139,5 @@ class Ring:
 
     def close(self) -> None:
         # Views into the buffer must go before the segment can close.
-        self.header = self.frames = self.arrays = None
+        self.header = self.block = self.frames = self.arrays = None
         shm.close_segment(self.seg, self.owner)

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import torch
 
-from .ring import EP_END, FIRST, FLAG_GET, LAST, TERM, TRUNC
+from .transition import EP_END, FIRST, FLAG_GET, LAST, TERM, TRUNC
 
 
 class Rollout:

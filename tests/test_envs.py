@@ -121,6 +121,61 @@ def test_mario_info_and_observations_are_copies():
     assert env.action_space.n == 5
 
 
+class ScriptedScreens(gym.Env):
+    """RGB 240x256 screens whose gray value is the frame number (times 10), rewards 1 per frame,
+    terminating at frame ``end``; it returns one reused buffer, as nes-py does."""
+
+    observation_space = gym.spaces.Box(0, 255, (240, 256, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, end=100):
+        self.end, self.t, self.screen = end, 0, np.zeros((240, 256, 3), np.uint8)
+
+    def _show(self):
+        self.screen[:] = 10 * self.t
+        return self.screen
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return self._show(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._show(), 1.0, self.t >= self.end, False, {}
+
+
+@pytest.mark.parametrize("max_pool", [True, False])
+def test_skip_max_gray_pools_the_last_two_frames_of_each_skip(max_pool):
+    from wrappers.mario import SkipMaxGray
+
+    env = SkipMaxGray(ScriptedScreens(end=6), skip=4, size=84, max_pool=max_pool)
+    obs0, _ = env.reset()
+    obs, r, term, _, _ = env.step(0)  # frames 1-4: max(frame 3, frame 4) = frame 4's brightness
+    assert obs.shape == (84, 84) and obs.dtype == np.uint8 and r == 4.0 and not term
+    assert (obs == 40).all() and (obs0 == 0).all()
+    obs2, r, term, _, _ = env.step(0)  # frames 5-6: the game ends inside the skip
+    assert r == 2.0 and term and (obs2 == 60).all()
+    assert (obs == 40).all(), "an earlier observation changed: it shares memory with the wrapper or the env"
+
+
+def test_skip_max_gray_max_pools_flicker():
+    """A sprite drawn on alternate frames (NES flicker) survives pooling; without it, it vanishes."""
+    from wrappers.mario import SkipMaxGray
+
+    class Flicker(ScriptedScreens):
+        def _show(self):
+            self.screen[:] = 0
+            if self.t % 2 == 1:
+                self.screen[100:140, 100:140] = 255
+            return self.screen
+
+    pooled = SkipMaxGray(Flicker(), skip=4, size=84, max_pool=True)
+    plain = SkipMaxGray(Flicker(), skip=4, size=84, max_pool=False)
+    for env in (pooled, plain):
+        env.reset()
+    assert pooled.step(0)[0].max() == 255 and plain.step(0)[0].max() == 0
+
+
 @pytest.mark.parametrize("name,n", [("right_only", 5), ("simple", 7), ("complex", 12)])
 def test_mario_action_sets(name, n):
     assert make_env("SuperMarioBros-1-1-v0", mario_actions=name).action_space.n == n

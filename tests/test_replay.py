@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pipeline.replay import Replay
-from pipeline.ring import FIRST, LAST, TERM, TRUNC
+from pipeline.transition import FIRST, LAST, TERM, TRUNC
 
 K, N, GAMMA = 4, 3, 0.9
 SHAPE = (2, 2)

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.ring import DROPS, WAIT_NS, Ring
+from pipeline.ring import Ring
 
 N_RECORDS, CAPACITY, CHUNK = 5_000, 64, 7
 
@@ -51,7 +51,7 @@ def test_every_record_arrives_once_in_order(method, chunk):
         seq = np.concatenate(got_reward)
         assert np.array_equal(seq, np.arange(N_RECORDS, dtype=np.float32))
         assert np.array_equal(np.concatenate(got_frames), (np.arange(N_RECORDS) % 251).astype(np.uint8))
-        assert ring.header[WAIT_NS] > 0, "backpressure never happened; the test did not exercise it"
+        assert ring.block.queue_wait_ns > 0, "backpressure never happened; the test did not exercise it"
         assert len(ring) == 0
     finally:
         ring.close()
@@ -64,7 +64,7 @@ def test_drop_mode_counts_every_dropped_record():
         kw = dict(action=np.zeros(10, np.uint8))
         assert ring.push_blocking(frames, lambda: False, True, **kw)
         assert not ring.push_blocking(frames, lambda: False, True, **kw)
-        assert ring.header[DROPS] == 10 and len(ring) == 10
+        assert ring.block.drops == 10 and len(ring) == 10
     finally:
         ring.close()
 

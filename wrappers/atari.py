@@ -1,4 +1,4 @@
-"""Single Atari envs with the seven classic wrappers, each switchable (seed 002).
+"""Single Atari envs with the seven classic wrappers, each switchable.
 
 gymnasium's AtariPreprocessing already does NoopReset, MaxAndSkip and WarpFrame in one pass,
 ClipReward and FrameStackObservation exist too; EpisodicLife and FireReset are not in gymnasium
@@ -73,7 +73,7 @@ def make_atari_env(env_id: str, opts: EnvOptions, render_mode: str | None = None
     check_env_id(env_id)
     sticky = ale_default_sticky(env_id) if opts.sticky_actions < 0 else opts.sticky_actions
     # With max_pool the skipping happens in AtariPreprocessing (which max-pools the last two
-    # frames); without it the emulator skips by itself, the cheaper plain skip of seed 002.
+    # frames); without it the emulator skips by itself, the cheaper plain skip.
     env = gym.make(env_id, frameskip=1 if opts.max_pool else opts.frame_skip,
                    repeat_action_probability=sticky, render_mode=render_mode)
     env = gym.wrappers.AtariPreprocessing(

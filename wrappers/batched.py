@@ -13,7 +13,7 @@ import numpy as np
 
 from .factory import make_single_frame_env
 from .options import EnvOptions
-from .registry import ale_default_sticky, ale_game, is_mario, is_pixel_id
+from .registry import ale_default_sticky, ale_game, is_mario, is_module_env_id
 
 
 @dataclass
@@ -31,7 +31,7 @@ class BatchedEnv:
     def __init__(self, env_id: str, opts: EnvOptions, num_envs: int, num_threads: int = 1, native: bool = True):
         """``native=False`` steps Atari through gymnasium's Python wrappers too (for comparisons)."""
         self.env_id, self.num_envs, self.mario = env_id, num_envs, is_mario(env_id)
-        self.python_envs = self.mario or is_pixel_id(env_id) or not native  # stepped in Python, one by one
+        self.python_envs = self.mario or is_module_env_id(env_id) or not native  # stepped in Python, one by one
         if self.python_envs:
             fns = [lambda: make_single_frame_env(env_id, opts) for _ in range(num_envs)]
             self.env = gym.vector.SyncVectorEnv(fns, copy=True, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)

@@ -9,7 +9,7 @@ import numpy as np
 from .atari import make_atari_env
 from .mario import make_mario_env
 from .options import EnvOptions
-from .registry import check_env_id, is_mario, is_pixel_id
+from .registry import check_env_id, is_mario, is_module_env_id
 
 
 def make_env(env_id: str, opts: EnvOptions | None = None, render_mode: str | None = None, **overrides) -> gym.Env:
@@ -23,7 +23,7 @@ def make_env(env_id: str, opts: EnvOptions | None = None, render_mode: str | Non
     check_env_id(env_id)
     if is_mario(env_id):
         return make_mario_env(env_id, opts, render_mode)
-    if is_pixel_id(env_id):
+    if is_module_env_id(env_id):
         return make_pixel_env(env_id, opts, render_mode)
     return make_atari_env(env_id, opts, render_mode)
 

@@ -1,8 +1,8 @@
 """Super Mario Bros envs from gym-super-mario-bros 9.x (Gymnasium-native).
 
 nes-py returns observations that are live views of emulator memory: the next step overwrites
-them. ``GrayResize`` produces a new array with cv2 (gray + area resize in one pass), so nothing
-downstream ever holds a view into the emulator.
+them. ``SkipMaxGray`` converts them with cv2 into arrays of its own, so nothing downstream ever
+holds a view into the emulator.
 """
 from __future__ import annotations
 
@@ -16,34 +16,46 @@ from .registry import check_env_id
 ACTION_SETS = ("right_only", "simple", "complex")
 
 
-class GrayResize(gym.ObservationWrapper):
-    """RGB 240x256 -> gray size x size uint8, copied out of emulator memory."""
+class SkipMaxGray(gym.Wrapper):
+    """Frame skip, max-pool of the last two frames and gray 84x84, in one wrapper.
 
-    def __init__(self, env: gym.Env, size: int):
+    gymnasium's MaxAndSkipObservation over an observation wrapper would convert and resize every
+    emulator frame; only the last two of each skip are ever seen, so only they are converted
+    (and only the pooled one resized), which is most of the preprocessing cost at skip 4. If the
+    game ends inside a skip, the frames of that step alone are pooled (gymnasium's wrapper would
+    pool with a stale frame of the step before). Each observation is a new array: nothing
+    downstream holds a view into emulator memory.
+    """
+
+    def __init__(self, env: gym.Env, skip: int, size: int, max_pool: bool):
         super().__init__(env)
-        self.size = size
+        self.skip, self.size, self.max_pool = skip, size, max_pool
+        h, w = env.observation_space.shape[:2]
+        self._gray = np.empty((2, h, w), np.uint8)  # the last two frames of a step, gray
         self.observation_space = gym.spaces.Box(0, 255, (size, size), np.uint8)
 
-    def observation(self, obs):
-        gray = cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)
+    def _resize(self, gray: np.ndarray) -> np.ndarray:
         return cv2.resize(gray, (self.size, self.size), interpolation=cv2.INTER_AREA)
 
-
-class SkipFrames(gym.Wrapper):
-    """Repeat the action ``skip`` times, summing rewards; used when max-pooling is switched off."""
-
-    def __init__(self, env: gym.Env, skip: int):
-        super().__init__(env)
-        self.skip = skip
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return self._resize(cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY)), info
 
     def step(self, action):
-        total = 0.0
-        for _ in range(self.skip):
+        total, pooled = 0.0, 0
+        for i in range(self.skip):
             obs, reward, terminated, truncated, info = self.env.step(action)
             total += reward
-            if terminated or truncated:
+            last = terminated or truncated or i == self.skip - 1
+            if last or (self.max_pool and i == self.skip - 2):
+                cv2.cvtColor(obs, cv2.COLOR_RGB2GRAY, dst=self._gray[pooled])
+                pooled += 1
+            if last:
                 break
-        return obs, total, terminated, truncated, info
+        frame = self._gray[0]
+        if pooled == 2:
+            frame = np.maximum(self._gray[0], self._gray[1], out=self._gray[1])
+        return self._resize(frame), total, terminated, truncated, info
 
 
 def action_set(name: str) -> list[list[str]]:
@@ -63,11 +75,7 @@ def make_mario_env(env_id: str, opts: EnvOptions, render_mode: str | None = None
     check_env_id(env_id)
     env = gym_super_mario_bros.make(env_id, render_mode=render_mode)
     env = JoypadSpace(env, action_set(opts.mario_actions))
-    env = GrayResize(env, opts.frame_size)
-    if opts.max_pool:
-        env = gym.wrappers.MaxAndSkipObservation(env, skip=opts.frame_skip)
-    elif opts.frame_skip > 1:
-        env = SkipFrames(env, opts.frame_skip)
+    env = SkipMaxGray(env, opts.frame_skip, opts.frame_size, opts.max_pool)
     env = gym.wrappers.RecordEpisodeStatistics(env)
     if opts.clip_rewards:
         env = gym.wrappers.TransformReward(env, np.sign)

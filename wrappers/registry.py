@@ -24,7 +24,7 @@ def _registered_ids() -> tuple[str, ...]:
     return tuple(gym.registry.keys())
 
 
-def is_pixel_id(env_id: str) -> bool:
+def is_module_env_id(env_id: str) -> bool:
     """A ``module:EnvId`` id: any Gymnasium env registered by importing ``module`` whose
     observations are already uint8 84x84 gray frames (the test suite's catch game is one)."""
     return ":" in env_id
@@ -49,7 +49,7 @@ def _check_pixel_env(env_id: str) -> str:
 def check_env_id(env_id: str) -> str:
     """Return the env id if it is an ALE (``ALE/Pong-v5``), Mario (``SuperMarioBros-1-1-v0``) or
     ``module:EnvId`` pixel id."""
-    if is_pixel_id(env_id):
+    if is_module_env_id(env_id):
         return _check_pixel_env(env_id)
     ids = _registered_ids()
     supported = [i for i in ids if i.startswith("ALE/") or i.startswith("SuperMarioBros-")]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ring import LAST
+from ..transition import LAST
 from .storage import Storage
 
 

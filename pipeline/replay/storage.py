@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from ..ring import FIRST, LAST, TERM, TRUNC
+from ..transition import FIRST, LAST, TERM, TRUNC
 
 
 class Storage:

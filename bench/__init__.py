@@ -1,0 +1,1 @@
+"""The benchmark's parts; ``benchmark_performance.py`` is their command line."""

@@ -1,0 +1,187 @@
+"""The NES emulator's ceiling for Mario, and what a collector keeps of it.
+
+Each layer is timed alone on one core, in this process, with random actions from the collector's
+action set, so each figure is what the layer above it could reach at most:
+
+1. ``nes-py NESEnv``: gym-super-mario-bros' env, one emulator frame per ``step`` (frames/s);
+2. ``nes-py VectorNESEmulator``: nes-py's native same-ROM vector emulator, C++ stepping of 8
+   emulators plus its native grayscale copy (frames/s; no reward or episode logic, which
+   gym-super-mario-bros keeps in Python, so this is an upper bound for a native Mario env);
+3. ``wrapped env``: our single-frame Mario env (action set, gray 84x84, frame skip with max-pool,
+   episode statistics), agent steps/s times the frame skip;
+4. ``batched envs``: the collector's ``BatchedEnv`` of 8 such envs (gymnasium SyncVectorEnv);
+5. ``rollout``: ``Rollout.step`` as a collector runs it: batched epsilon-greedy acting with the
+   BatchNorm DQN, the env step and the records; its act / env shares come from its own timers.
+
+The collector's efficiency is rollout steps/s against the emulator's frames/s divided by the
+frame skip (the issue's goal is at least 90%).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+import torch
+
+NUM_ENVS = 8
+
+
+def _rate(step, seconds: float) -> float:
+    """Calls of ``step`` per second; ``step`` returns how many units it did."""
+    t0, n = time.perf_counter(), 0
+    while (dt := time.perf_counter() - t0) < seconds:
+        n += step()
+    return n / dt
+
+
+def _median_rate(step, windows: int, seconds: float) -> float:
+    _rate(step, min(seconds, 0.5))  # warm-up
+    return statistics.median(_rate(step, seconds) for _ in range(windows))
+
+
+def emulator_frames_per_s(env_id: str, mario_actions: str, windows: int, seconds: float) -> float:
+    import gym_super_mario_bros
+    from nes_py.wrappers import JoypadSpace
+
+    from wrappers.mario import action_set
+
+    env = JoypadSpace(gym_super_mario_bros.make(env_id), action_set(mario_actions))
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    n = env.action_space.n
+
+    def step():
+        _, _, term, trunc, _ = env.step(int(rng.integers(n)))
+        if term or trunc:
+            env.reset()
+        return 1
+    try:
+        return _median_rate(step, windows, seconds)
+    finally:
+        env.close()
+
+
+def vector_emulator_frames_per_s(mario_actions: str, windows: int, seconds: float) -> float:
+    """nes-py's native vector emulator on the SMB ROM. Its actions are raw controller bytes, so
+    the action set is mapped to bytes as JoypadSpace does. Without the game's death/reset logic
+    Mario dies and the title demo plays on; the emulator's cost per frame is the same."""
+    from gym_super_mario_bros._roms import smb1_rom_path
+    from nes_py.vector_env import VectorNESEmulator
+    from nes_py.wrappers.joypad_space import JoypadSpace
+
+    from wrappers.mario import action_set
+
+    buttons = JoypadSpace._button_map
+    codes = np.array([sum(buttons[b] for b in combo) for combo in action_set(mario_actions)], np.uint8)
+    emu = VectorNESEmulator(smb1_rom_path(), NUM_ENVS)
+    emu.reset()
+    out = np.empty((NUM_ENVS, 240, 256), np.uint8)
+    rng = np.random.default_rng(0)
+
+    def step():
+        emu.step(codes[rng.integers(len(codes), size=NUM_ENVS)])
+        emu.observation("grayscale", out)
+        return NUM_ENVS
+    try:
+        return _median_rate(step, windows, seconds)
+    finally:
+        emu.close()
+
+
+def wrapped_env_steps_per_s(env_id: str, opts, windows: int, seconds: float) -> float:
+    from wrappers.factory import make_single_frame_env
+
+    env = make_single_frame_env(env_id, opts)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    n = env.action_space.n
+
+    def step():
+        _, _, term, trunc, _ = env.step(int(rng.integers(n)))
+        if term or trunc:
+            env.reset()
+        return 1
+    try:
+        return _median_rate(step, windows, seconds)
+    finally:
+        env.close()
+
+
+def batched_env_steps_per_s(env_id: str, opts, windows: int, seconds: float) -> float:
+    from wrappers import BatchedEnv
+
+    env = BatchedEnv(env_id, opts, NUM_ENVS)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+
+    def step():
+        env.step(rng.integers(0, env.n_actions, NUM_ENVS))
+        return NUM_ENVS
+    try:
+        return _median_rate(step, windows, seconds)
+    finally:
+        env.close()
+
+
+def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, seconds: float) -> dict:
+    from models import build_model
+    from pipeline.rollout import Rollout
+    from wrappers import BatchedEnv
+
+    env = BatchedEnv(env_id, opts, NUM_ENVS)
+    model = build_model("batchnorm", frame_stack, env.n_actions, False).eval()
+    rollout = Rollout(env, model, frame_stack, False, seed=0)
+
+    def step():
+        return rollout.step(0.1)[2]
+    try:
+        _rate(step, 0.5)
+        rollout.act_ns = rollout.step_ns = 0
+        t0 = time.perf_counter_ns()
+        rate = statistics.median(_rate(step, seconds) for _ in range(windows))
+        total = time.perf_counter_ns() - t0
+    finally:
+        env.close()
+    return {"steps_per_s": rate, "act_share": rollout.act_ns / total, "env_share": rollout.step_ns / total,
+            "other_share": 1 - (rollout.act_ns + rollout.step_ns) / total}
+
+
+def bench_emulator(env_id: str = "SuperMarioBros-1-1-v0", windows: int = 5, seconds: float = 2.0) -> dict:
+    """Every layer's rate on one core (torch held to one thread, as in a collector)."""
+    from config_optimized import Config
+
+    import cv2
+
+    torch.set_num_threads(1)  # as in a collector
+    cv2.setNumThreads(1)
+    cfg = Config(env=env_id)
+    opts = cfg.env_options()
+    skip = opts.frame_skip
+    emu = emulator_frames_per_s(env_id, cfg.mario_actions, windows, seconds)
+    vec = vector_emulator_frames_per_s(cfg.mario_actions, windows, seconds)
+    wrapped = wrapped_env_steps_per_s(env_id, opts, windows, seconds)
+    batched = batched_env_steps_per_s(env_id, opts, windows, seconds)
+    roll = rollout_steps_per_s(env_id, opts, cfg.frame_stack, windows, seconds)
+    ceiling = emu / skip
+    return {"env": env_id, "frame_skip": skip, "num_envs": NUM_ENVS, "mario_actions": cfg.mario_actions,
+            "emulator_frames_per_s": emu, "vector_emulator_frames_per_s": vec,
+            "wrapped_env_frames_per_s": wrapped * skip, "batched_env_frames_per_s": batched * skip,
+            "rollout_frames_per_s": roll["steps_per_s"] * skip, "rollout_steps_per_s": roll["steps_per_s"],
+            "rollout_shares": {k: roll[k] for k in ("act_share", "env_share", "other_share")},
+            "ceiling_steps_per_s": ceiling, "collector_efficiency": roll["steps_per_s"] / ceiling}
+
+
+def print_emulator(e: dict) -> None:
+    emu = e["emulator_frames_per_s"]
+    print(f"\n| {e['env']}, one core | frames/s | vs the emulator |\n|---|---|---|")
+    for label, key in (("nes-py NESEnv (gym-super-mario-bros)", "emulator_frames_per_s"),
+                       (f"nes-py VectorNESEmulator x{e['num_envs']} + native gray copy", "vector_emulator_frames_per_s"),
+                       ("wrapped env (actions, gray 84x84, skip+max, stats)", "wrapped_env_frames_per_s"),
+                       (f"BatchedEnv x{e['num_envs']} (SyncVectorEnv)", "batched_env_frames_per_s"),
+                       ("Rollout.step (acting + env + records)", "rollout_frames_per_s")):
+        print(f"| {label} | {e[key]:,.0f} | {100 * e[key] / emu:.0f}% |")
+    s = e["rollout_shares"]
+    print(f"Rollout: {e['rollout_steps_per_s']:,.0f} agent steps/s = {100 * e['collector_efficiency']:.0f}% of the "
+          f"emulator's {emu:,.0f} frames/s / frame skip {e['frame_skip']}; time: env {100 * s['env_share']:.0f}%, "
+          f"acting {100 * s['act_share']:.0f}%, other {100 * s['other_share']:.0f}%")

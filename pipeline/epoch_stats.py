@@ -1,0 +1,113 @@
+"""Epoch statistics: what the learner loop gathers between two epoch ends, and the two
+``[MAIN]`` lines and the metrics row it turns into.
+
+``EpochWindow`` is filled by the trainer (one ``add_update`` per update, timers for waiting);
+``epoch_report`` is a pure function of the window and the counters at the epoch's end, so the
+log format and the metrics' names live in one place.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class EpochWindow:
+    t: float                      # time.monotonic() at the window's start
+    env_steps: int                # the run's agent steps then
+    updates: int                  # the learner's updates then
+    collector_ns: dict            # collector time by activity then (Trainer.collector_time_ns)
+    consolidation_s: float        # the consolidation thread's busy seconds then
+    losses: list = field(default_factory=list)
+    td_errors: list = field(default_factory=list)
+    q_means: list = field(default_factory=list)
+    idle_s: float = 0.0           # the learner loop waiting for agent steps to pay for an update
+    wait_batch_s: float = 0.0     # waiting for the prefetch thread's batch
+    update_s: float = 0.0         # inside Learner.update
+    skipped: int = 0              # updates skipped for a non-finite loss
+
+    def add_update(self, out: dict) -> None:
+        self.losses.append(out["loss"])
+        self.td_errors.append(out["td_error"])
+        self.q_means.append(out["q_mean"])
+
+
+@dataclass(frozen=True)
+class EpochEnd:
+    """The counters at an epoch's end, beside the window."""
+    epoch: int
+    t: float
+    env_steps: int
+    updates: int
+    collector_ns: dict
+    consolidation_s: float
+    games: list                   # the last SCORE_WINDOW whole games (episodes.Episode)
+    episodes_total: int
+    epsilon: float
+    buffer: int
+    drops: int
+    samples_trained: int
+    batch: int                    # samples per update
+    num_collectors: int
+    mario: bool
+    wall_s: float                 # run time so far, resumed runs included
+    eta: str
+
+
+def _mean(values):
+    values = list(values)
+    return statistics.fmean(values) if values else None
+
+
+def _fmt(v, f: str) -> str:
+    return "n/a" if v is None else format(v, f)
+
+
+def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
+    """The epoch's two log lines and its metrics.jsonl row."""
+    dt = max(e.t - w.t, 1e-9)
+    games = e.games
+    ret = _mean(g.ret for g in games)
+    length = _mean(g.length for g in games)
+    dist = _mean(g.x_pos for g in games) if e.mario else None
+    loss, td, q_mean = _mean(w.losses), _mean(w.td_errors), _mean(w.q_means)
+    sps = (e.env_steps - w.env_steps) / dt
+    ups = (e.updates - w.updates) / dt
+    cns = {k: (e.collector_ns[k] - w.collector_ns[k]) / 1e9 / max(1, e.num_collectors) for k in e.collector_ns}
+    ctot = max(sum(cns.values()), 1e-9)
+    busy = w.update_s / dt
+    tail = f"Distance: {_fmt(dist, '.1f')}" if e.mario else f"Length: {_fmt(length, '.0f')}"
+    lines = [
+        f"[MAIN] Epoch {e.epoch} - Loss: {_fmt(loss, '.4f')}, TD Error: {_fmt(td, '.4f')}, "
+        f"Reward: {_fmt(ret, '.2f')}, {tail}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}",
+        f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
+        f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
+        f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (e.consolidation_s - w.consolidation_s) / dt:.0f}% | "
+        f"collectors: env {100 * cns['env'] / ctot:.0f}%, act {100 * cns['act'] / ctot:.0f}%, "
+        f"queue-wait {100 * cns['queue_wait'] / ctot:.0f}%, throttled {100 * cns['throttle'] / ctot:.0f}% | "
+        f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}",
+    ]
+    row = {"epoch": e.epoch, "env_steps": e.env_steps, "updates": e.updates, "wall_s": round(e.wall_s, 3),
+           "loss": loss, "td_error": td, "q_mean": q_mean, "epsilon": e.epsilon, "return_mean": ret,
+           "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": e.drops,
+           "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
+           "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,
+           "collector_queue_wait": cns["queue_wait"] / ctot, "collector_throttled": cns["throttle"] / ctot}
+    if e.mario:
+        row["distance_mean"] = dist
+        row["flag_rate"] = _mean(g.flag for g in games)
+    return lines, row
+
+
+def hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def eta(total_steps: int, steps: int, steps_per_s: float, time_limit_min: float, elapsed_s: float) -> str:
+    """Time left until total_steps at this pace, or the time limit if that comes first."""
+    left = [(total_steps - steps) / steps_per_s] if steps_per_s > 0 else []
+    if time_limit_min:
+        left.append(time_limit_min * 60 - elapsed_s)
+    return hms(max(0.0, min(left))) if left else "n/a"

@@ -1,0 +1,144 @@
+"""One training run from start to a clean stop: signal handling, the error classes a user can
+fix (each becomes one "[MAIN] Error: ..." line), the final checkpoint and replay save, the
+learning curve, and what the run left (``TrainResult``). The loop itself is ``Trainer``."""
+from __future__ import annotations
+
+import dataclasses
+import signal
+import time
+from pathlib import Path
+
+from config_optimized import Config, Hardware
+
+from . import checkpoint as ckpt
+from . import shm
+from .learner import TrainingDiverged
+from .metrics import METRICS_NAME, read_jsonl
+from .replay import snapshot
+from .run_folder import clear_run, link_latest
+from .runlog import RunLog
+from .supervisor import CollectorsFailed
+from .tracking import TrackingError
+from .trainer import BEST_NAME, Trainer
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a finished run left: its folder, its checkpoints and its last epoch's metrics."""
+    run_dir: Path
+    checkpoint: Path | None      # the final (or last good) checkpoint; None if none was ever written
+    best: Path | None            # best.pt: the best last-20 mean score at an epoch end; None before 20 games
+    metrics: dict | None         # the last metrics.jsonl row
+    stop_reason: str             # total_steps, time_limit, target_score, SIGINT, SIGTERM or error
+    exit_code: int               # 0: stopped as asked; 1: a failure, logged as one "[MAIN] Error: ..." line
+
+
+def run_training(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> int:
+    """``train_run`` for the command line: its exit code."""
+    return train_run(cfg, hw, notes).exit_code
+
+
+def open_run(cfg: Config) -> RunLog:
+    """The run's folder (cleared first with --overwrite, linked as runs/latest) and its log."""
+    run_dir = Path(cfg.run_dir)
+    if cfg.overwrite and not cfg.resume:
+        clear_run(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    link_latest(run_dir)
+    return RunLog(run_dir, cfg.total_steps)
+
+
+# Failures a user can fix; each ends the run with one "[MAIN] Error: ..." line and exit code 1.
+# The first two mean the weights cannot be trusted or were never loaded: no final save.
+NO_SAVE_ERRORS = (TrainingDiverged, ckpt.CheckpointError, snapshot.ReplayFileError)
+RUN_ERRORS = (*NO_SAVE_ERRORS, CollectorsFailed, shm.ShmError, TrackingError)
+
+
+def train_run(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> TrainResult:
+    """Train until total_steps, the time limit, the target score, Ctrl-C or SIGTERM; always a
+    clean shutdown (children joined, shared memory unlinked) and, unless the weights diverged, a
+    final checkpoint. A failure is logged as one "[MAIN] Error: ..." line naming the problem and
+    the fix, and gives exit code 1."""
+    t_start = time.monotonic()  # time to score is what a user waits: set-up counts
+    log = open_run(cfg)
+    signals = {"trainer": None, "first": None}
+
+    def on_signal(signum, frame):
+        name = signal.Signals(signum).name
+        signals["first"] = signals["first"] or name
+        if signals["trainer"] is not None:
+            signals["trainer"].stop_reason = name
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            trainer = Trainer(cfg, hw, log, notes, t_start)
+        except RUN_ERRORS as e:  # the constructor released what it had made
+            log(f"[MAIN] Error: {_message(e)}")
+            return _result(Path(cfg.run_dir), None, 1)
+        signals["trainer"] = trainer
+        trainer.stop_reason = signals["first"]  # a Ctrl-C during set-up stops the run before it trains
+        code = _train_and_stop(trainer, log)
+        return _result(trainer.run_dir, trainer.stop_reason, code)
+    finally:
+        log.close()
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _message(e: BaseException) -> str:
+    return f"training diverged: {e}" if isinstance(e, TrainingDiverged) else str(e)
+
+
+def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
+    """Run the loop, then stop in order: workers joined, the games they finished recorded, the
+    final checkpoint and replay saved (unless the weights cannot be trusted), resources freed."""
+    cfg = trainer.cfg
+    code, error, keep_weights = 1, None, True
+    try:
+        code = trainer.train()
+    except RUN_ERRORS as e:
+        error, keep_weights = _message(e), not isinstance(e, NO_SAVE_ERRORS)
+    finally:
+        try:
+            trainer.stop_workers()
+            trainer.take_episodes()  # the games the stopped collectors finished
+            if error:
+                log(f"[MAIN] Error: {error}")
+            last = trainer.run_dir / ckpt.CHECKPOINT_NAME
+            if keep_weights and not trainer.learner.is_finite():
+                keep_weights = False
+                log("[MAIN] Error: the weights or BatchNorm statistics are not finite; not saving them")
+                code = 1
+            if keep_weights:
+                try:
+                    last = trainer.save_checkpoint()
+                    if cfg.save_replay:
+                        trainer.save_replay()
+                except (ckpt.CheckpointError, snapshot.ReplayFileError) as e:
+                    log(f"[MAIN] Error: {e}")
+                    code = 1
+            else:
+                log(f"[MAIN] No final checkpoint was written; {last} holds the last good one")
+            log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {trainer.env_steps():,} agent steps, "
+                f"{trainer.learner.updates:,} updates; checkpoint {last}")
+            _write_curve(trainer.run_dir, log)
+        finally:
+            trainer.release()
+    return code
+
+
+def _result(run_dir: Path, stop_reason: str | None, code: int) -> TrainResult:
+    last = run_dir / ckpt.CHECKPOINT_NAME
+    best = run_dir / BEST_NAME
+    rows = read_jsonl(run_dir / METRICS_NAME) if (run_dir / METRICS_NAME).exists() else []
+    return TrainResult(run_dir, last if last.exists() else None, best if best.exists() else None,
+                       rows[-1] if rows else None, stop_reason or "error", code)
+
+
+def _write_curve(run_dir: Path, log: RunLog) -> None:
+    from .curves import plot_learning_curve
+
+    try:
+        log(f"[MAIN] Learning curve {plot_learning_curve(run_dir)}")
+    except Exception as e:  # a plot must never cost the run its clean shutdown
+        log(f"[MAIN] Could not draw the learning curve: {type(e).__name__}: {e}")
