@@ -19,9 +19,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from dataclasses import fields
-
-from config_optimized import Config, ConfigError, add_config_arguments, resolve_config, resolve_run_dir, validate
+from config_optimized import FIELDS, ConfigError, RunConfig
+from pipeline.config_check import validate
+from pipeline.config_layers import add_config_arguments, resolve_config
+from pipeline.run_folder import resolve_run_dir
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -50,7 +51,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.episodes <= 0:
         raise ConfigError(f"--episodes {args.episodes}: must be a positive integer")
     if args.eval_epsilon is None:
-        args.eval_epsilon = Config.eval_epsilon
+        args.eval_epsilon = RunConfig.eval_epsilon
     if not 0 <= args.eval_epsilon <= 1:
         raise ConfigError(f"--eval-epsilon {args.eval_epsilon}: must be in [0, 1]")
     if args.video and Path(args.video).suffix.lower() != ".mp4":
@@ -77,7 +78,7 @@ def run_push(args: argparse.Namespace) -> int:
     import json
     import tempfile
 
-    from config_optimized import RUNS_ROOT, latest_run
+    from pipeline.run_folder import RUNS_ROOT, latest_run
     from pipeline.evaluate import EVAL_NAME, evaluate
     from pipeline.hub import check_repo_id, package_run, push
 
@@ -97,7 +98,7 @@ def run_push(args: argparse.Namespace) -> int:
             video = None
         else:  # no evaluation, or training went on since: evaluate the run's best weights now
             weights = next(run_dir / n for n in ("best_eval.pt", "best.pt", "checkpoint.pt") if (run_dir / n).is_file())
-            epsilon = Config.eval_epsilon if args.eval_epsilon is None else args.eval_epsilon
+            epsilon = RunConfig.eval_epsilon if args.eval_epsilon is None else args.eval_epsilon
             res = evaluate(weights, args.episodes, video, epsilon=epsilon)
             print(res.summary(), flush=True)
             res.write(eval_path)
@@ -113,12 +114,12 @@ def check_resume(cfg) -> None:
     from pipeline.checkpoint import CHECKPOINT_NAME, load
     from pipeline.replay import Storage, snapshot
 
-    run_dir = Path(cfg.run_dir)
-    load(run_dir / CHECKPOINT_NAME, cfg.env, None, cfg.frame_stack)
-    if cfg.save_replay and (run_dir / snapshot.REPLAY_NAME).exists():
-        streams = cfg.num_collectors * cfg.envs_per_collector
-        snapshot.check_fits(run_dir / snapshot.REPLAY_NAME, cfg.env, cfg.frame_stack,
-                            Storage.fitted_capacity(cfg.buffer_size, streams), streams)
+    run_dir = Path(cfg.run.run_dir)
+    load(run_dir / CHECKPOINT_NAME, cfg.env, None, cfg.env_options.frame_stack)
+    if cfg.run.save_replay and (run_dir / snapshot.REPLAY_NAME).exists():
+        streams = cfg.collectors.num_collectors * cfg.collectors.envs_per_collector
+        snapshot.check_fits(run_dir / snapshot.REPLAY_NAME, cfg.env, cfg.env_options.frame_stack,
+                            Storage.fitted_capacity(cfg.replay.buffer_size, streams), streams)
 
 
 def train(**overrides):
@@ -133,7 +134,7 @@ def train(**overrides):
     pipeline.run.TrainResult of the run, whose exit_code is 1 after a logged failure."""
     from pipeline.run import train_run
 
-    unknown = set(overrides) - {f.name for f in fields(Config)} - {"config"}
+    unknown = set(overrides) - set(FIELDS) - {"config"}
     if unknown:
         raise ConfigError(f"train(): unknown settings {sorted(unknown)}; python config_optimized.py lists them")
     return train_run(*prepare_run(overrides))
@@ -145,10 +146,10 @@ def prepare_run(args):
     res = resolve_config(args)
     cfg, hw = resolve_run_dir(res.cfg), res.hw
     notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes
-    if cfg.resume:
+    if cfg.run.resume:
         check_resume(cfg)
         if res.changes is None:
-            notes.append(f"Resumed run: {cfg.run_dir} has no config.json (it predates run records); its settings "
+            notes.append(f"Resumed run: {cfg.run.run_dir} has no config.json (it predates run records); its settings "
                          "come from this command line")
         else:
             notes += [f"Resumed run: {c}" for c in res.changes] or ["Resumed run: every setting as it was saved"]

@@ -24,20 +24,14 @@ import time
 import numpy as np
 import torch
 
+from .common import rate
+
 NUM_ENVS = 8
 
 
-def _rate(step, seconds: float) -> float:
-    """Calls of ``step`` per second; ``step`` returns how many units it did."""
-    t0, n = time.perf_counter(), 0
-    while (dt := time.perf_counter() - t0) < seconds:
-        n += step()
-    return n / dt
-
-
 def _median_rate(step, windows: int, seconds: float) -> float:
-    _rate(step, min(seconds, 0.5))  # warm-up
-    return statistics.median(_rate(step, seconds) for _ in range(windows))
+    rate(step, min(seconds, 0.5))  # warm-up
+    return statistics.median(rate(step, seconds) for _ in range(windows))
 
 
 def emulator_frames_per_s(env_id: str, mario_actions: str, windows: int, seconds: float) -> float:
@@ -136,14 +130,14 @@ def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, secon
     def step():
         return rollout.step(0.1)[2]
     try:
-        _rate(step, 0.5)
+        rate(step, 0.5)
         rollout.act_ns = rollout.step_ns = 0
         t0 = time.perf_counter_ns()
-        rate = statistics.median(_rate(step, seconds) for _ in range(windows))
+        steps_per_s = statistics.median(rate(step, seconds) for _ in range(windows))
         total = time.perf_counter_ns() - t0
     finally:
         env.close()
-    return {"steps_per_s": rate, "act_share": rollout.act_ns / total, "env_share": rollout.step_ns / total,
+    return {"steps_per_s": steps_per_s, "act_share": rollout.act_ns / total, "env_share": rollout.step_ns / total,
             "other_share": 1 - (rollout.act_ns + rollout.step_ns) / total}
 
 
@@ -155,16 +149,16 @@ def bench_emulator(env_id: str = "SuperMarioBros-1-1-v0", windows: int = 5, seco
 
     torch.set_num_threads(1)  # as in a collector
     cv2.setNumThreads(1)
-    cfg = Config(env=env_id)
-    opts = cfg.env_options()
+    cfg = Config.of(env=env_id)
+    opts = cfg.env_options
     skip = opts.frame_skip
-    emu = emulator_frames_per_s(env_id, cfg.mario_actions, windows, seconds)
-    vec = vector_emulator_frames_per_s(cfg.mario_actions, windows, seconds)
+    emu = emulator_frames_per_s(env_id, cfg.env_options.mario_actions, windows, seconds)
+    vec = vector_emulator_frames_per_s(cfg.env_options.mario_actions, windows, seconds)
     wrapped = wrapped_env_steps_per_s(env_id, opts, windows, seconds)
     batched = batched_env_steps_per_s(env_id, opts, windows, seconds)
-    roll = rollout_steps_per_s(env_id, opts, cfg.frame_stack, windows, seconds)
+    roll = rollout_steps_per_s(env_id, opts, cfg.env_options.frame_stack, windows, seconds)
     ceiling = emu / skip
-    return {"env": env_id, "frame_skip": skip, "num_envs": NUM_ENVS, "mario_actions": cfg.mario_actions,
+    return {"env": env_id, "frame_skip": skip, "num_envs": NUM_ENVS, "mario_actions": cfg.env_options.mario_actions,
             "emulator_frames_per_s": emu, "vector_emulator_frames_per_s": vec,
             "wrapped_env_frames_per_s": wrapped * skip, "batched_env_frames_per_s": batched * skip,
             "rollout_frames_per_s": roll["steps_per_s"] * skip, "rollout_steps_per_s": roll["steps_per_s"],

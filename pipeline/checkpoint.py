@@ -2,7 +2,6 @@
 crash, a full disk or a kill mid-write leaves the previous checkpoint intact."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import pickle
 import random
@@ -23,9 +22,9 @@ def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_r
     (meta), the config, the learner (weights, target, optimizer), the run's counters and every
     random state (torch, Python, the replay sampler's), so a resumed run draws what it would have."""
     state = {
-        "meta": {"env": cfg.env, "n_actions": n_actions, "frame_stack": cfg.frame_stack,
-                 "model_arch": cfg.model_arch, "dueling": cfg.dueling, "version": 1},
-        "config": dataclasses.asdict(cfg),
+        "meta": {"env": cfg.env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
+                 "model_arch": cfg.learner.model_arch, "dueling": cfg.learner.dueling, "version": 1},
+        "config": cfg.flat(),
         "learner": learner,
         "counters": counters,
         "rng": {"torch": torch.get_rng_state(), "python": random.getstate(), "sampler": sampler_rng},

@@ -1,8 +1,8 @@
 """Collector process: steps a batch of envs with one batched forward pass of a local policy copy
 and writes every transition into its own shared-memory ring.
 
-Runs under ``spawn`` as well as ``fork``: everything it needs arrives as plain arguments (the
-config dict and segment names) and it attaches to shared memory by name.
+Runs under ``spawn`` as well as ``fork``: everything it needs arrives as arguments (its
+``CollectorSpec`` and segment names) and it attaches to shared memory by name.
 """
 from __future__ import annotations
 
@@ -10,14 +10,36 @@ import os
 import time
 import traceback
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from config_optimized import CollectorConfig, Config
+from wrappers.options import EnvOptions
 
 from .transition import EP_END, FLAG_GET, STATS
 
 
-def _epsilon_schedule(cfg: dict, global_steps: int) -> float:
-    frac = min(1.0, global_steps / max(1, cfg["eps_decay_steps"]))
-    return cfg["eps_start"] + frac * (cfg["eps_end"] - cfg["eps_start"])
+@dataclass(frozen=True)
+class CollectorSpec:
+    """What a collector process is started with: the game, its env options, the collectors' part
+    of the config, and the network it acts with (the learner's architecture)."""
+    env: str
+    env_options: EnvOptions
+    collectors: CollectorConfig
+    model_arch: str
+    dueling: bool
+    seed: int
+
+    @classmethod
+    def of(cls, cfg: Config) -> CollectorSpec:
+        return cls(cfg.env, cfg.env_options, cfg.collectors, cfg.learner.model_arch, cfg.learner.dueling, cfg.seed)
+
+
+def epsilon_schedule(c: CollectorConfig, global_steps: int) -> float:
+    """Linear decay from eps_start to eps_end over eps_decay_steps agent steps of the whole run."""
+    frac = min(1.0, global_steps / max(1, c.eps_decay_steps))
+    return c.eps_start + frac * (c.eps_end - c.eps_start)
 
 
 def apex_epsilons(num_envs_total: int, offset: int, count: int):
@@ -74,7 +96,7 @@ def collector_seed(seed: int, index: int, launch: int) -> int:
     return seed + 10_007 * index + 101 * launch
 
 
-def run_collector(index: int, cfg: dict, ring_name: str, control_name: str, n_weights: int,
+def run_collector(index: int, spec: CollectorSpec, ring_name: str, control_name: str, n_weights: int,
                   parent_pid: int, errors, launch: int = 0) -> None:
     """``launch`` numbers this start among every collector start of the run, resumes included,
     so no two starts play the same env seeds and exploration draws."""
@@ -83,12 +105,12 @@ def run_collector(index: int, cfg: dict, ring_name: str, control_name: str, n_we
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
     try:
-        _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch)
+        _collect(index, spec, ring_name, control_name, n_weights, parent_pid, launch)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # report everything, including env errors, to the learner
         try:
-            errors.put((index, cfg["env"], f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            errors.put((index, spec.env, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         except Exception:
             pass
         raise SystemExit(1)
@@ -102,13 +124,13 @@ def _one_cv2_thread() -> None:
     cv2.setNumThreads(1)
 
 
-def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch):
+def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, parent_pid, launch):
     import signal
 
     import torch
 
     from models import build_model
-    from wrappers import BatchedEnv, EnvOptions
+    from wrappers import BatchedEnv
 
     from .control import ControlBlock
     from .ring import Ring
@@ -117,23 +139,23 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
     torch.set_num_threads(1)
     _one_cv2_thread()
-    M, k = cfg["envs_per_collector"], cfg["frame_stack"]
-    ring = Ring.attach(ring_name, cfg["queue_capacity"])
+    c, opts = spec.collectors, spec.env_options
+    M, k = c.envs_per_collector, opts.frame_stack
+    ring = Ring.attach(ring_name, c.queue_capacity)
     control = ControlBlock.attach(control_name, n_weights)
-    opts = EnvOptions(**cfg["_env_options"])
-    env = BatchedEnv(cfg["env"], opts, M)
-    seed = collector_seed(cfg["seed"], index, launch)
-    model = build_model(cfg["model_arch"], k, env.n_actions, cfg["dueling"]).eval()
+    env = BatchedEnv(spec.env, opts, M)
+    seed = collector_seed(spec.seed, index, launch)
+    model = build_model(spec.model_arch, k, env.n_actions, spec.dueling).eval()
     scratch = torch.empty(n_weights)
     while not control.load_if_new(model, scratch):  # act only with the learner's weights
         if control.stop or os.getppid() != parent_pid:
             return
         time.sleep(0.01)
 
-    rollout = Rollout(env, model, k, cfg["clip_rewards"], seed, cfg["reward_scale"])
-    fixed_eps = apex_epsilons(cfg["num_collectors"] * M, index * M, M) if cfg["apex_epsilon"] else None
+    rollout = Rollout(env, model, k, opts.clip_rewards, seed, opts.reward_scale)
+    fixed_eps = apex_epsilons(c.num_collectors * M, index * M, M) if c.apex_epsilon else None
     block = ring.block
-    publisher = Publisher(ring, rollout, cfg["drop_when_full"], lambda: control.stop)
+    publisher = Publisher(ring, rollout, c.drop_when_full, lambda: control.stop)
 
     while not control.stop:
         if os.getppid() != parent_pid:  # the learner died: nobody will drain the ring
@@ -142,7 +164,7 @@ def _collect(index, cfg, ring_name, control_name, n_weights, parent_pid, launch)
         if block.held_back():  # replay-ratio throttle: the learner is behind
             block.wait_for_allowance(lambda: control.stop or os.getppid() != parent_pid)
             continue
-        eps = fixed_eps if fixed_eps is not None else _epsilon_schedule(cfg, control.global_steps)
+        eps = fixed_eps if fixed_eps is not None else epsilon_schedule(c, control.global_steps)
         act_ns, step_ns = rollout.act_ns, rollout.step_ns
         frames, fields, live, _ = rollout.step(eps)
         publisher.publish(frames, fields, live)

@@ -49,7 +49,6 @@ class EpochEnd:
     drops: int
     samples_trained: int
     batch: int                    # samples per update
-    num_collectors: int
     mario: bool
     wall_s: float                 # run time so far, resumed runs included
     eta: str
@@ -64,6 +63,17 @@ def _fmt(v, f: str) -> str:
     return "n/a" if v is None else format(v, f)
 
 
+def speed(seconds: float, env_steps: int, updates: int, update_s: float, collector_ns: dict) -> dict:
+    """The speed figures of a span of ``seconds`` in which the run made ``env_steps`` agent steps
+    and ``updates`` updates, the learner spent ``update_s`` in ``Learner.update`` and the
+    collectors spent ``collector_ns`` by activity (env, act, queue_wait, throttle): rates, the
+    learner's busy share and each activity's share of collector time."""
+    seconds = max(seconds, 1e-9)
+    total = max(sum(collector_ns.values()), 1e-9)
+    return {"env_steps_per_s": env_steps / seconds, "updates_per_s": updates / seconds,
+            "learner_busy": update_s / seconds, "collector_share": {k: v / total for k, v in collector_ns.items()}}
+
+
 def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     """The epoch's two log lines and its metrics.jsonl row."""
     dt = max(e.t - w.t, 1e-9)
@@ -72,11 +82,9 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     length = _mean(g.length for g in games)
     dist = _mean(g.x_pos for g in games) if e.mario else None
     loss, td, q_mean = _mean(w.losses), _mean(w.td_errors), _mean(w.q_means)
-    sps = (e.env_steps - w.env_steps) / dt
-    ups = (e.updates - w.updates) / dt
-    cns = {k: (e.collector_ns[k] - w.collector_ns[k]) / 1e9 / max(1, e.num_collectors) for k in e.collector_ns}
-    ctot = max(sum(cns.values()), 1e-9)
-    busy = w.update_s / dt
+    r = speed(dt, e.env_steps - w.env_steps, e.updates - w.updates, w.update_s,
+              {k: e.collector_ns[k] - w.collector_ns[k] for k in e.collector_ns})
+    sps, ups, busy, share = r["env_steps_per_s"], r["updates_per_s"], r["learner_busy"], r["collector_share"]
     tail = f"Distance: {_fmt(dist, '.1f')}" if e.mario else f"Length: {_fmt(length, '.0f')}"
     lines = [
         f"[MAIN] Epoch {e.epoch} - Loss: {_fmt(loss, '.4f')}, TD Error: {_fmt(td, '.4f')}, "
@@ -84,8 +92,8 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
         f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (e.consolidation_s - w.consolidation_s) / dt:.0f}% | "
-        f"collectors: env {100 * cns['env'] / ctot:.0f}%, act {100 * cns['act'] / ctot:.0f}%, "
-        f"queue-wait {100 * cns['queue_wait'] / ctot:.0f}%, throttled {100 * cns['throttle'] / ctot:.0f}% | "
+        f"collectors: env {100 * share['env']:.0f}%, act {100 * share['act']:.0f}%, "
+        f"queue-wait {100 * share['queue_wait']:.0f}%, throttled {100 * share['throttle']:.0f}% | "
         f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}",
     ]
     row = {"epoch": e.epoch, "env_steps": e.env_steps, "updates": e.updates, "wall_s": round(e.wall_s, 3),
@@ -93,7 +101,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": e.drops,
            "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,
-           "collector_queue_wait": cns["queue_wait"] / ctot, "collector_throttled": cns["throttle"] / ctot}
+           "collector_queue_wait": share["queue_wait"], "collector_throttled": share["throttle"]}
     if e.mario:
         row["distance_mean"] = dist
         row["flag_rate"] = _mean(g.flag for g in games)

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from config_optimized import Config
+from config_optimized import FIELDS, Config
 from models import build_model
 
 from . import checkpoint as ckpt
+from .config_layers import flatten
 
 
 EVAL_NAME = "eval.json"
@@ -94,9 +95,9 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     from wrappers.registry import is_mario, is_module_env_id
 
     state = ckpt.load(checkpoint)
-    cfg = Config(**{k: v for k, v in state["config"].items() if k in {f.name for f in dataclasses.fields(Config)}})
+    cfg = Config.of(**{k: v for k, v in flatten(state["config"]).items() if k in FIELDS})
     meta = state["meta"]
-    opts = dataclasses.replace(cfg.env_options(), episodic_life=False, clip_rewards=False)
+    opts = dataclasses.replace(cfg.env_options, episodic_life=False, clip_rewards=False)
     env = make_env(cfg.env, opts, render_mode="rgb_array" if video else None)
     if int(env.action_space.n) != meta["n_actions"]:
         raise ckpt.CheckpointError(f"checkpoint {checkpoint} has {meta['n_actions']} actions but {cfg.env} with "
@@ -106,7 +107,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     model.eval()
     rng = np.random.default_rng(seed)
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
-    fps = env.metadata.get("render_fps", 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.frame_skip)
+    fps = env.metadata.get("render_fps", 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
     mario = is_mario(cfg.env)
     res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint))

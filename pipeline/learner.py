@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from config_optimized import LearnerConfig
 from models import build_model
 
 
@@ -33,7 +34,8 @@ def configure_backends(device: torch.device) -> None:
 
 
 class Learner:
-    def __init__(self, cfg, in_channels: int, n_actions: int, device: torch.device):
+    def __init__(self, cfg: LearnerConfig, in_channels: int, n_actions: int, device: torch.device):
+        """Only the learner's part of the config: the network, optimizer, precision and targets."""
         self.cfg, self.device = cfg, device
         configure_backends(device)
         self.model = build_model(cfg.model_arch, in_channels, n_actions, cfg.dueling).to(device)

@@ -41,7 +41,7 @@ def versions() -> dict:
 
 
 def run_record(cfg, hw, profile: str, reason: str, argv: list[str] | None = None) -> dict:
-    return {"config": dataclasses.asdict(cfg), "profile": profile, "profile_reason": reason,
+    return {"config": cfg.flat(), "profile": profile, "profile_reason": reason,
             "hardware": dataclasses.asdict(hw), "hardware_summary": hw.describe(), "git_commit": git_commit(),
             "versions": versions(), "command": [Path(sys.executable).name, *(sys.argv if argv is None else argv)],
             "cwd": os.getcwd(), "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}

@@ -8,10 +8,11 @@ import signal
 import time
 from pathlib import Path
 
-from config_optimized import Config, Hardware
+from config_optimized import Config
 
 from . import checkpoint as ckpt
 from . import shm
+from .hardware import Hardware
 from .learner import TrainingDiverged
 from .metrics import METRICS_NAME, read_jsonl
 from .replay import snapshot
@@ -40,8 +41,8 @@ def run_training(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> in
 
 def open_run(cfg: Config) -> RunLog:
     """The run's folder (cleared first with --overwrite, linked as runs/latest) and its log."""
-    run_dir = Path(cfg.run_dir)
-    if cfg.overwrite and not cfg.resume:
+    run_dir = Path(cfg.run.run_dir)
+    if cfg.run.overwrite and not cfg.run.resume:
         clear_run(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     link_latest(run_dir)
@@ -74,7 +75,7 @@ def train_run(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> Train
             trainer = Trainer(cfg, hw, log, notes, t_start)
         except RUN_ERRORS as e:  # the constructor released what it had made
             log(f"[MAIN] Error: {_message(e)}")
-            return _result(Path(cfg.run_dir), None, 1)
+            return _result(Path(cfg.run.run_dir), None, 1)
         signals["trainer"] = trainer
         trainer.stop_reason = signals["first"]  # a Ctrl-C during set-up stops the run before it trains
         code = _train_and_stop(trainer, log)
@@ -112,7 +113,7 @@ def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
             if keep_weights:
                 try:
                     last = trainer.save_checkpoint()
-                    if cfg.save_replay:
+                    if cfg.run.save_replay:
                         trainer.save_replay()
                 except (ckpt.CheckpointError, snapshot.ReplayFileError) as e:
                     log(f"[MAIN] Error: {e}")

@@ -1,15 +1,21 @@
-"""A run's folder on disk: clearing an old run for --overwrite and the runs/latest link."""
+"""A run's folder on disk: which folder a run writes (new, given or resumed), what marks a folder
+as a run's, clearing an old run for --overwrite, and the runs/latest link."""
 from __future__ import annotations
 
 import os
 import shutil
 from pathlib import Path
 
-from config_optimized import RUN_FILES, RUNS_ROOT
+from config_optimized import RESUME_HERE, Config, ConfigError
 
 from .periodic_eval import CANDIDATE_NAME
 from .tracking import ID_FILE as TRACKING_ID_FILE
 
+RUNS_ROOT = Path("runs")
+# What makes a folder a run's: a new run must not write into another's (runs once overwrote each
+# other silently in a shared runs/latest).
+RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "episodes.jsonl", "train.log", "config.json", "replay.npz", "best.pt",
+             "evals.jsonl", "best_eval.pt")
 # written by a run besides RUN_FILES (which mark a folder as a run's)
 OTHER_FILES = ("learning_curve.png", "checkpoint.pt.tmp", "replay.npz.tmp", "eval.json", CANDIDATE_NAME,
                TRACKING_ID_FILE)
@@ -39,3 +45,60 @@ def link_latest(run_dir: Path, root: Path = RUNS_ROOT) -> None:
         os.replace(tmp, link)
     except OSError:
         pass
+
+
+def has_run(run_dir: Path) -> bool:
+    return run_dir.is_dir() and any((run_dir / name).exists() for name in RUN_FILES)
+
+
+def resumable(run_dir: Path) -> bool:
+    return (run_dir / "checkpoint.pt").is_file()
+
+
+def latest_run(root: Path = RUNS_ROOT) -> Path:
+    """The newest resumable run under ``root``: the ``latest`` link new runs leave (a real folder
+    of that name is an old run, not a pointer), else the newest folder."""
+    link = root / "latest"
+    if link.is_symlink() and resumable(link):
+        return link.resolve()
+    runs = [d for d in root.glob("*") if d.is_dir() and not d.is_symlink() and resumable(d)] if root.is_dir() else []
+    if not runs:
+        raise ConfigError(f"--resume latest: no run under {root}/; pass the run's folder (--resume runs/NAME)")
+    return max(runs, key=lambda d: d.stat().st_mtime)
+
+
+def resume_target(resume: str, run_dir: str, root: Path = RUNS_ROOT) -> Path:
+    """The folder --resume names: a folder, 'latest', or (bare) --run-dir, else the latest."""
+    if resume == "latest" or (resume == RESUME_HERE and not run_dir):
+        target = latest_run(root)
+    elif resume != RESUME_HERE:
+        target = Path(resume)
+        if run_dir and Path(run_dir).resolve() != target.resolve():
+            raise ConfigError(f"--resume {resume} and --run-dir {run_dir} name different runs; give one")
+    else:
+        target = Path(run_dir)
+    if not resumable(target):
+        raise ConfigError(f"--resume: {target} holds no run (no checkpoint.pt); pass a run's folder or 'latest'")
+    return target
+
+
+def resolve_run_dir(cfg: Config, now: float | None = None, root: Path = RUNS_ROOT) -> Config:
+    """The folder this run writes: the one to resume, the one given, or a new
+    ``runs/{env}__{seed}__{time}``. A given folder that holds another run is refused unless
+    --resume or --overwrite says what to do with it."""
+    import time
+
+    if cfg.run.resume:
+        return cfg.replace(run_dir=str(resume_target(cfg.run.resume, cfg.run.run_dir, root)))
+    if not cfg.run.run_dir:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+        base = root / f"{cfg.env.replace('/', '-').replace(':', '-')}__{cfg.seed}__{stamp}"
+        target, n = base, 1
+        while target.exists():
+            n += 1
+            target = base.with_name(f"{base.name}-{n}")
+        return cfg.replace(run_dir=str(target))
+    if has_run(Path(cfg.run.run_dir)) and not cfg.run.overwrite:
+        raise ConfigError(f"--run-dir {cfg.run.run_dir!r}: already holds a run (its checkpoint, metrics or log); pass "
+                          "--resume to continue it, --overwrite to replace it, or choose another --run-dir")
+    return cfg

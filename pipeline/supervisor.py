@@ -4,11 +4,10 @@ when it raised) and restarts it within the run's restart budget, and stops them 
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import queue
 
-from .collector import collector_seed, run_collector
+from .collector import CollectorSpec, collector_seed, run_collector
 
 
 class CollectorsFailed(RuntimeError):
@@ -21,7 +20,7 @@ class Collectors:
         of the run play the same env seeds and exploration draws."""
         self.ctx, self.cfg, self.log = ctx, cfg, log
         self.ring_names, self.control_name, self.n_weights = ring_names, control_name, n_weights
-        self.cfg_dict = {**dataclasses.asdict(cfg), "_env_options": dataclasses.asdict(cfg.env_options())}
+        self.spec = CollectorSpec.of(cfg)
         self.errors = ctx.Queue()
         self.launches = launches
         self.restarts = 0
@@ -41,7 +40,7 @@ class Collectors:
     def _start(self, i: int) -> None:
         self.seeds[i] = collector_seed(self.cfg.seed, i, self.launches)
         p = self.ctx.Process(target=run_collector, name=f"collector-{i}",
-                             args=(i, self.cfg_dict, self.ring_names[i], self.control_name, self.n_weights,
+                             args=(i, self.spec, self.ring_names[i], self.control_name, self.n_weights,
                                    os.getpid(), self.errors, self.launches), daemon=True)
         self.launches += 1
         p.start()
@@ -49,7 +48,7 @@ class Collectors:
 
     def check(self) -> None:
         """Restart a collector that died; CollectorsFailed once the restart budget is spent."""
-        limit = self.cfg.max_collector_restarts
+        limit = self.cfg.collectors.max_collector_restarts
         for i, p in enumerate(self.procs):
             if p.is_alive():
                 continue

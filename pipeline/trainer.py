@@ -7,7 +7,6 @@ syncing the target net, logging epochs and checkpointing as counters pass their 
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import multiprocessing as mp
 import random
@@ -17,38 +16,31 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from config_optimized import Config, Hardware, profile_reason, resolve_device
+from config_optimized import Config, profile_reason
 from models.weights import flat_size
+from wrappers import count_actions
 from wrappers.registry import is_mario
 
 from . import checkpoint as ckpt
 from . import shm
-from .collector import _epsilon_schedule
+from .collector import epsilon_schedule
 from .consolidator import Consolidator
 from .epoch_stats import EpochEnd, EpochWindow, epoch_report, eta
-from .episodes import EPISODES_NAME, SCORE_WINDOW, ScoreTracker, episode_row
 from .control import ControlBlock
+from .episodes import EPISODES_NAME, SCORE_WINDOW, ScoreTracker, episode_row
+from .hardware import Hardware, learner_threads, resolve_device
 from .learner import Learner
 from .metrics import MetricsLog
 from .periodic_eval import PeriodicEval
 from .prefetch import Prefetcher
 from .ratio import ReplayRatio
 from .record import record_markdown, run_record, write_record
-from .replay import Replay, snapshot
+from .replay import Replay
+from .resume import RunCounters, resume, save_replay
 from .ring import Ring
 from .runlog import RunLog
 from .supervisor import Collectors
 from .tracking import Tracker
-
-
-def probe_env(cfg: Config) -> int:
-    """Number of actions, from one env built in this process (also proves the env builds)."""
-    from wrappers import make_env
-
-    env = make_env(cfg.env, cfg.env_options())
-    n = int(env.action_space.n)
-    env.close()
-    return n
 
 
 BEST_NAME = "best.pt"
@@ -66,7 +58,7 @@ class Trainer:
         self.t_start = time.monotonic() if t_start is None else t_start
         self.cfg, self.hw, self.log = cfg, hw, log
         self.notes = list(notes)  # what the command line resolved to (warnings, resume changes), for the log and record
-        self.run_dir = Path(cfg.run_dir)
+        self.run_dir = Path(cfg.run.run_dir)
         self.stop_reason: str | None = None
         # What release() frees, None (or empty) until made.
         self.rings: list[Ring] = []
@@ -88,117 +80,64 @@ class Trainer:
     # ------------------------------------------------------------------ set-up
     def _build(self) -> None:
         cfg = self.cfg
-        self.launches = 0  # collector starts before this process (a resumed run's): seeds each start apart
+        col, rep, lrn, run = cfg.collectors, cfg.replay, cfg.learner, cfg.run
         for note in self.notes:
             self.log(f"[MAIN] {note}")
         stale = shm.remove_stale_segments()
         if stale:
             self.log(f"[MAIN] Removed {len(stale)} shared-memory segments left by a dead run: {', '.join(stale[:4])}")
         self.device = torch.device(resolve_device(cfg.device, self.hw))
-        threads = cfg.learner_threads or max(1, self.hw.cores - cfg.num_collectors)
+        threads = learner_threads(lrn.learner_threads, col.num_collectors, self.hw)
         torch.set_num_threads(threads)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
-        self.n_actions = probe_env(cfg)
-        self.learner = Learner(cfg, cfg.frame_stack, self.n_actions, self.device)
-        self.replay = Replay(cfg.buffer_size, cfg.num_collectors, cfg.envs_per_collector, cfg.frame_stack,
-                             cfg.n_step, cfg.gamma, cfg.prioritized, cfg.per_alpha, cfg.per_beta, seed=cfg.seed)
-        self.base_steps = 0       # agent steps done before this process (resume)
-        self.base_episodes = 0
-        self.samples_trained = 0
-        self.wall_offset = 0.0
-        self.epoch = 0
-        self.refill_steps = cfg.learning_starts  # agent steps into the replay before training (again)
-        self.best_score = float("-inf")  # best mean of the last 20 games at an epoch end (best.pt)
-        self.best_eval = float("-inf")   # best --eval-interval evaluation (best_eval.pt)
-        if cfg.resume:
-            self._resume()
+        self.n_actions = count_actions(cfg.env, cfg.env_options)  # also proves the env builds here
+        self.learner = Learner(cfg.learner, cfg.env_options.frame_stack, self.n_actions, self.device)
+        self.replay = Replay(rep.buffer_size, col.num_collectors, col.envs_per_collector, cfg.env_options.frame_stack,
+                             rep.n_step, rep.gamma, rep.prioritized, rep.per_alpha, rep.per_beta, seed=cfg.seed)
+        # where the run stood before this process, and the agent steps into the replay before training (again)
+        before, self.refill_steps = (resume(self.run_dir, cfg, self.n_actions, self.learner, self.replay, self.log)
+                                     if run.resume else (RunCounters(), lrn.learning_starts))
+        self.base_steps, self.base_episodes, self.wall_offset = before.env_steps, before.episodes, before.wall_s
+        self.samples_trained, self.epoch, self.launches = before.samples_trained, before.epoch, before.launches
+        self.best_score, self.best_eval = before.best_score, before.best_eval
         self.record = {**run_record(cfg, self.hw, cfg.profile, profile_reason(cfg.profile, self.hw, cfg.env)),
                        "notes": self.notes}
-        self.tracker = Tracker(self.run_dir, cfg.wandb_project, cfg.wandb_entity, self.record) if cfg.track else None
-        self.metrics = MetricsLog(self.run_dir, cfg.tensorboard)
+        self.tracker = Tracker(self.run_dir, run.wandb_project, run.wandb_entity, self.record) if run.track else None
+        self.metrics = MetricsLog(self.run_dir, run.tensorboard)
         write_record(self.run_dir, self.record)
         self.metrics.text("run_record", record_markdown(self.record))
         self.episodes_file = open(self.run_dir / EPISODES_NAME, "a", buffering=1)
-        every = cfg.eval_interval
-        self.evals = PeriodicEval(self.run_dir, every, cfg.eval_episodes, cfg.eval_epsilon, cfg.score_metric,
+        every = run.eval_interval
+        self.evals = PeriodicEval(self.run_dir, every, run.eval_episodes, run.eval_epsilon, run.score_metric,
                                   cfg.seed + 7_919, self.log, self.best_eval,
                                   (self.base_steps // every + 1) * every if every else 0)
-        self.score = ScoreTracker([] if cfg.target_score is None else [cfg.target_score], metric=cfg.score_metric)
+        self.score = ScoreTracker([] if run.target_score is None else [run.target_score], metric=run.score_metric)
         self.n_weights = flat_size(self.learner.model)
         self.control = ControlBlock.create(self.n_weights)
         self.control.global_steps = self.base_steps
         self.control.publish(self.learner.model)
-        for i in range(cfg.num_collectors):  # one by one: release() frees the ones made if one fails
-            self.rings.append(Ring.create(f"ring{i}", cfg.queue_capacity))
-        self.collectors = Collectors(mp.get_context(cfg.start_method), cfg, [r.name for r in self.rings],
+        for i in range(col.num_collectors):  # one by one: release() frees the ones made if one fails
+            self.rings.append(Ring.create(f"ring{i}", col.queue_capacity))
+        self.collectors = Collectors(mp.get_context(col.start_method), cfg, [r.name for r in self.rings],
                                      self.control.name, self.n_weights, self.log, self.launches)
-        self.consolidator = Consolidator(self.rings, self.replay, cfg.consolidation_batch, self.log,
-                                         cfg.processor_log_interval)
-        self.prefetcher = Prefetcher(self.replay, self.learner, cfg.batch_size, cfg.prefetch_batches)
-        self.ratio = ReplayRatio(cfg.replay_ratio, cfg.effective_batch, self.base_steps + self.refill_steps,
-                                 cfg.num_collectors * cfg.envs_per_collector)
+        self.consolidator = Consolidator(self.rings, self.replay, rep.consolidation_batch, self.log,
+                                         run.processor_log_interval)
+        self.prefetcher = Prefetcher(self.replay, self.learner, lrn.batch_size, rep.prefetch_batches)
+        self.ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, self.base_steps + self.refill_steps,
+                                 col.num_collectors * col.envs_per_collector)
         self.samples_trained_run = 0  # samples trained by this process (the replay ratio counts from its start)
         self.update_s_total = 0.0     # seconds inside learner.update, for outside observers (benchmark)
         self.log(f"[MAIN] {cfg.env}: {self.n_actions} actions, device {self.device}, profile {cfg.profile}, "
-                 f"{cfg.num_collectors} collector(s) x {cfg.envs_per_collector} envs ({cfg.start_method}), "
-                 f"batch {cfg.batch_size} x {cfg.grad_accum_steps}, replay ratio {cfg.replay_ratio:g}, "
-                 f"amp {self.learner.amp_dtype}, compile {cfg.compile}, learner threads {threads}, "
-                 f"replay {cfg.buffer_size:,} x {self.replay.storage.bytes_per_transition():,.0f} B, "
+                 f"{col.num_collectors} collector(s) x {col.envs_per_collector} envs ({col.start_method}), "
+                 f"batch {lrn.batch_size} x {lrn.grad_accum_steps}, replay ratio {lrn.replay_ratio:g}, "
+                 f"amp {self.learner.amp_dtype}, compile {lrn.compile}, learner threads {threads}, "
+                 f"replay {rep.buffer_size:,} x {self.replay.storage.bytes_per_transition():,.0f} B, "
                  f"collector seeds {', '.join(map(str, self.collectors.seeds))}")
 
-    def _resume(self) -> None:
-        path = self.run_dir / ckpt.CHECKPOINT_NAME
-        state = ckpt.load(path, self.cfg.env, self.n_actions, self.cfg.frame_stack)
-        self.learner.load_state_dict(state["learner"])
-        c = state["counters"]
-        self.base_steps, self.base_episodes = int(c["env_steps"]), int(c["episodes"])
-        self.samples_trained, self.wall_offset, self.epoch = int(c["samples_trained"]), float(c["wall_s"]), int(c["epoch"])
-        # A checkpoint from before launches were counted: its step count still sets the seeds apart.
-        self.launches = int(c.get("collector_launches", self.base_steps))
-        self.best_score = float(c.get("best_score", float("-inf")))
-        self.best_eval = float(c.get("best_eval", float("-inf")))
-        # checkpoints before best_metric was saved measured Mario in distance and the rest in return
-        was = c.get("best_metric", "distance" if is_mario(self.cfg.env) else "return")
-        if was != self.cfg.score_metric:
-            self.best_score = self.best_eval = float("-inf")
-            self.log(f"[MAIN] The best scores so far were in {was}, this run measures {self.cfg.score_metric}: "
-                     "best.pt and best_eval.pt start over")
-        self.replay.sampler.rng.bit_generator.state = ckpt.restore_rng(state)
-        self.log.start_at(self.base_steps)
-        self.log(f"[MAIN] Resumed {path}: {self.base_steps:,} agent steps, {self.learner.updates:,} updates, "
-                 f"epoch {self.epoch}")
-        # A replay saved during warm-up still needs the rest of it.
-        restored = self._restore_replay()
-        self.refill_steps = max(0, self.cfg.learning_starts - len(self.replay)) if restored else self.cfg.learning_starts
-
-    def _restore_replay(self) -> bool:
-        """Load the replay saved with the checkpoint, if it belongs to it; say what happened."""
-        path = self.run_dir / snapshot.REPLAY_NAME
-        refill = f"the replay refills ({self.cfg.learning_starts:,} steps) before training goes on"
-        if not self.cfg.save_replay or not path.exists():
-            why = "--save-replay is off" if not self.cfg.save_replay else f"no {path}"
-            self.log(f"[MAIN] {why}: {refill}")
-            return False
-        t0 = time.perf_counter()
-        meta = snapshot.read_meta(path)
-        if meta.get("env_steps") != self.base_steps:
-            self.log(f"[MAIN] {path} was saved at {meta.get('env_steps'):,} agent steps, the checkpoint at "
-                     f"{self.base_steps:,} (the run stopped without a clean save): {refill}")
-            return False
-        snapshot.load(self.replay, path, self.cfg.env, self.cfg.frame_stack)
-        self.log(f"[MAIN] Replay restored from {path}: {len(self.replay):,} transitions, "
-                 f"{path.stat().st_size / 2**20:,.0f} MB in {time.perf_counter() - t0:.1f} s; training goes on at once")
-        return True
-
     def save_replay(self) -> None:
-        """The replay beside the final checkpoint (writers stopped), tagged with its step count."""
-        path = self.run_dir / snapshot.REPLAY_NAME
-        size, took = snapshot.save(self.replay, path, {"env": self.cfg.env, "frame_stack": self.cfg.frame_stack,
-                                                      "env_steps": self.env_steps()})
-        self.log(f"[MAIN] Replay saved to {path}: {len(self.replay):,} transitions, {size / 2**20:,.0f} MB "
-                 f"in {took:.1f} s")
+        save_replay(self.run_dir, self.cfg, self.replay, self.env_steps(), self.log)
 
     # ------------------------------------------------------------------ counters
     def env_steps(self) -> int:
@@ -216,8 +155,8 @@ class Trainer:
         cfg = self.cfg
         t_start = self.t_start  # time to score is what a user waits: set-up counts
         self.consolidator.start()
-        spu = cfg.effective_batch
-        next_epoch = (self.env_steps() // cfg.epoch_steps + 1) * cfg.epoch_steps
+        spu = cfg.learner.effective_batch
+        next_epoch = (self.env_steps() // cfg.run.epoch_steps + 1) * cfg.run.epoch_steps
         window = self._new_window(t_start)
         last_health = 0.0
         prefetch_started = False
@@ -232,7 +171,7 @@ class Trainer:
                 self.evals.poll()
                 if self.evals.due(self.env_steps()) and self.learner.updates:
                     self.evals.start(self.save_checkpoint, self.env_steps())
-                if cfg.time_limit and now - t_start >= cfg.time_limit * 60:
+                if cfg.run.time_limit and now - t_start >= cfg.run.time_limit * 60:
                     self.stop_reason = "time_limit"
                     break
             steps = self.env_steps()
@@ -242,7 +181,7 @@ class Trainer:
             if steps >= next_epoch:
                 self._log_epoch(window, steps)
                 window = self._new_window(time.monotonic())
-                next_epoch += cfg.epoch_steps
+                next_epoch += cfg.run.epoch_steps
             if steps >= cfg.total_steps:
                 self.stop_reason = "total_steps"
                 break
@@ -256,7 +195,7 @@ class Trainer:
                 prefetch_started = True
                 self.log(f"[MAIN] Learning starts at {steps:,} agent steps")
             t0 = time.perf_counter()
-            batches = [self.prefetcher.get() for _ in range(cfg.grad_accum_steps)]
+            batches = [self.prefetcher.get() for _ in range(cfg.learner.grad_accum_steps)]
             t1 = time.perf_counter()
             out = self.learner.update(batches)
             t2 = time.perf_counter()
@@ -276,9 +215,9 @@ class Trainer:
             self.samples_trained += spu
             window.add_update(out)
             u = self.learner.updates
-            if u % cfg.model_update_frequency == 0:
+            if u % cfg.collectors.model_update_frequency == 0:
                 self.control.publish(self.learner.model)
-            if u % cfg.checkpoint_interval == 0:
+            if u % cfg.run.checkpoint_interval == 0:
                 self.save_checkpoint()
         return 0
 
@@ -293,7 +232,7 @@ class Trainer:
                               self.learner.updates, self.samples_trained)
             self.episodes_file.write(json.dumps(row) + "\n")
             for m in self.score.add_row(row):
-                self.log(f"[MAIN] Score: mean {self.cfg.score_metric} of the last {self.score.window} games reached "
+                self.log(f"[MAIN] Score: mean {self.cfg.run.score_metric} of the last {self.score.window} games reached "
                          f"{m.value:g} at {m.minutes:.1f} min, {m.env_steps:,} agent steps, {m.updates:,} updates")
                 self.stop_reason = "target_score"
 
@@ -307,7 +246,7 @@ class Trainer:
         return EpochWindow(t, self.env_steps(), self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s)
 
     def epsilon(self, steps: int) -> float:
-        return _epsilon_schedule(dataclasses.asdict(self.cfg), steps)
+        return epsilon_schedule(self.cfg.collectors, steps)
 
     def _log_epoch(self, window: EpochWindow, steps: int) -> None:
         cfg = self.cfg
@@ -317,16 +256,16 @@ class Trainer:
         sps = (steps - window.env_steps) / max(now - window.t, 1e-9)
         end = EpochEnd(self.epoch, now, steps, self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s,
                        games, self.base_episodes + self.consolidator.episodes_total, self.epsilon(steps),
-                       len(self.replay), self.consolidator.drops(), self.samples_trained, cfg.effective_batch,
-                       cfg.num_collectors, is_mario(cfg.env), self.wall_offset + now - self.t_start,
-                       eta(cfg.total_steps, steps, sps, cfg.time_limit, now - self.t_start))
+                       len(self.replay), self.consolidator.drops(), self.samples_trained, cfg.learner.effective_batch,
+                       is_mario(cfg.env), self.wall_offset + now - self.t_start,
+                       eta(cfg.total_steps, steps, sps, cfg.run.time_limit, now - self.t_start))
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)
         self.metrics.write(row)
-        score = row.get("distance_mean") if cfg.score_metric == "distance" else row["return_mean"]
+        score = row.get("distance_mean") if cfg.run.score_metric == "distance" else row["return_mean"]
         if score is not None and len(games) == SCORE_WINDOW and score > self.best_score:
-            self._save_best(score, cfg.score_metric, steps)
+            self._save_best(score, cfg.run.score_metric, steps)
 
     def _save_best(self, score: float, metric: str, steps: int) -> None:
         """best.pt: the weights whenever the mean of the last 20 training games beats every
@@ -344,7 +283,7 @@ class Trainer:
         counters = {"env_steps": steps, "episodes": self.base_episodes + self.consolidator.episodes_total,
                     "samples_trained": self.samples_trained, "epoch": self.epoch,
                     "collector_launches": self.collectors.launches, "best_score": self.best_score,
-                    "best_eval": self.evals.best, "best_metric": self.cfg.score_metric,
+                    "best_eval": self.evals.best, "best_metric": self.cfg.run.score_metric,
                     "wall_s": self.wall_offset + time.monotonic() - self.t_start, "epsilon": self.epsilon(steps)}
         ckpt.save(path, ckpt.training_state(self.cfg, self.n_actions, self.learner.state_dict(), counters,
                                             self.replay.sampler.rng.bit_generator.state, best))

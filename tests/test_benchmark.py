@@ -117,7 +117,7 @@ def test_time_to_score_refuses_run_options_it_sets_itself(tmp_path):
 
 
 def test_time_to_score_targets_per_game():
-    from benchmark_performance import default_milestones, default_target
+    from bench.time_to_score import default_milestones, default_target
 
     assert default_target("ALE/Pong-v5") == 18 and default_milestones("ALE/Pong-v5")[-1] == 18
     assert default_target("SuperMarioBros-1-2-v0") == 3000  # Mario by distance, any stage

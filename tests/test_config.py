@@ -2,12 +2,15 @@
 import os
 import subprocess
 import sys
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from config_optimized import Config, ConfigError, Hardware, build_config, pick_profile, validate
+from config_optimized import FIELDS, Config, ConfigError, pick_profile
+from pipeline.config_check import validate
+from pipeline.config_layers import build_config
+from pipeline.hardware import Hardware
 
 ROOT = Path(__file__).resolve().parent.parent
 GiB = 2**30
@@ -27,16 +30,16 @@ def test_profile_follows_hardware(machine, profile):
 
 def test_explicit_option_beats_profile():
     cfg, _, name = build_config({"batch_size": 48}, hw(2))
-    assert name == "cpu-small" and cfg.batch_size == 48
+    assert name == "cpu-small" and cfg.learner.batch_size == 48
 
 
 def test_profile_fits_buffer_to_available_ram():
     cfg, _, _ = build_config({"profile": "gpu-optimal"}, hw(32, 4, True, 24))
-    assert cfg.buffer_size * 7062 <= 0.5 * 4 * 0.9 * GiB
+    assert cfg.replay.buffer_size * 7062 <= 0.5 * 4 * 0.9 * GiB
 
 
 def _error(machine=None, **kw):
-    cfg = replace(Config(), **kw)
+    cfg = Config().replace(**kw)
     with pytest.raises(ConfigError) as e:
         validate(cfg, machine or hw(2))
     return str(e.value)
@@ -93,8 +96,8 @@ def test_help_lists_every_option():
     out = subprocess.run([sys.executable, "mario_rl_optimized.py", "--help"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0
-    for f in fields(Config):
-        assert "--" + f.name.replace("_", "-") in out.stdout
+    for name in FIELDS:
+        assert "--" + name.replace("_", "-") in out.stdout
 
 
 def test_bad_input_stops_before_any_process_starts(tmp_path):
@@ -152,8 +155,8 @@ def test_unwritable_run_dir(tmp_path, monkeypatch):
 def test_cpu_profiles_use_bf16_only_where_the_cpu_has_it(bf16):
     machine = replace(hw(2), cpu_bf16=bf16)
     cfg, _, name = build_config({}, machine)
-    assert name == "cpu-small" and cfg.amp is bf16
-    forced = replace(cfg, amp=True)
+    assert name == "cpu-small" and cfg.learner.amp is bf16
+    forced = cfg.replace(amp=True)
     warned = any("without native bf16" in w for w in validate(forced, machine))
     assert warned is not bf16
 
@@ -172,20 +175,28 @@ def test_collectors_that_cannot_fit_in_memory_are_refused_with_the_largest_count
 
 
 def test_more_collectors_than_cores_warns_with_a_count():
-    warnings = validate(replace(Config(), num_collectors=3, buffer_size=10_000), hw(2))
+    warnings = validate(Config().replace(num_collectors=3, buffer_size=10_000), hw(2))
     assert any("--num-collectors 1 suits this machine" in w for w in warnings)
-    assert not any("num-collectors" in w for w in validate(replace(Config(), num_collectors=1), hw(2)))
+    assert not any("num-collectors" in w for w in validate(Config().replace(num_collectors=1), hw(2)))
 
 
 def test_score_stop_settings_are_checked():
     assert "only Mario does" in _error(env="ALE/Pong-v5", score_metric="distance")
     assert "--time-limit -1" in _error(time_limit=-1.0)
     cfg, _, _ = build_config({"target_score": 18.0, "time_limit": 45.0}, hw(2))
-    assert cfg.target_score == 18.0 and cfg.time_limit == 45.0 and validate(cfg, hw(2)) == []
+    assert cfg.run.target_score == 18.0 and cfg.run.time_limit == 45.0 and validate(cfg, hw(2)) == []
 
 
 def test_cpu_small_learner_threads_leave_mario_its_collector_core():
     pong, _, _ = build_config({"env": "ALE/Pong-v5"}, hw(2))
     mario, _, _ = build_config({}, hw(2))  # Mario 1-1 is the default game
-    assert pong.learner_threads == 2 and mario.learner_threads == 1
-    assert build_config({"learner_threads": 2}, hw(2))[0].learner_threads == 2  # an explicit option wins
+    assert pong.learner.learner_threads == 2 and mario.learner.learner_threads == 1
+    assert build_config({"learner_threads": 2}, hw(2))[0].learner.learner_threads == 2  # an explicit option wins
+
+
+def test_choices_live_in_the_fields_and_validation_reads_them():
+    assert FIELDS["mario_actions"][1].metadata["choices"] == ("right_only", "simple", "complex")
+    for name, value in [("model_arch", "resnet"), ("mario_actions", "left_only"), ("amp_dtype", "fp8")]:
+        choices = FIELDS[name][1].metadata["choices"]
+        with pytest.raises(ConfigError, match=f"choose {', '.join(choices[:-1])} or {choices[-1]}"):
+            validate(Config().replace(**{name: value}), hw(2))

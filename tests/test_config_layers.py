@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from config_optimized import Config, ConfigError, read_config_file, resolve_config
+from config_optimized import Config, ConfigError
+from pipeline.config_layers import read_config_file, resolve_config
 from presets import family_of, load_preset
 from tests.test_config import hw
 
@@ -18,19 +19,19 @@ PONG = "ALE/Pong-v5"
 def test_each_layer_overrides_the_one_before_and_is_named(tmp_path):
     assert family_of(PONG) == "atari" and family_of("SuperMarioBros-2-1-v0") == "mario"
     mario = resolve_config({}, hw(2))  # the default game
-    assert mario.cfg.score_metric == load_preset("mario")["score_metric"] == "distance"
+    assert mario.cfg.run.score_metric == load_preset("mario")["score_metric"] == "distance"
     assert mario.sources["score_metric"] == "preset mario"
-    assert mario.sources["num_collectors"] == "profile cpu-small" and mario.sources["lr"] == "default"
+    assert mario.sources["channels_last"] == "profile cpu-small" and mario.sources["lr"] == "default"
     pong = resolve_config({"env": PONG}, hw(2))
-    assert pong.cfg.score_metric == "return" and pong.sources["score_metric"] == "default"
+    assert pong.cfg.run.score_metric == "return" and pong.sources["score_metric"] == "default"
 
     f = tmp_path / "mine.toml"
     f.write_text('env = "ALE/Pong-v5"\nlr = 2e-4\nnum_collectors = 1\nbatch_size = 64\n')
     res = resolve_config({"config": str(f), "batch_size": 128}, hw(2))
-    assert res.cfg.env == PONG and res.cfg.lr == 2e-4 and res.cfg.batch_size == 128
+    assert res.cfg.env == PONG and res.cfg.learner.lr == 2e-4 and res.cfg.learner.batch_size == 128
     assert res.sources["lr"] == f"--config {f}" and res.sources["num_collectors"] == f"--config {f}"
     assert res.sources["batch_size"] == "command line"
-    assert res.cfg.score_metric == "return"  # the file's game picks the preset: Atari, not Mario
+    assert res.cfg.run.score_metric == "return"  # the file's game picks the preset: Atari, not Mario
 
 
 def test_config_file_mistakes_are_named(tmp_path):
@@ -59,48 +60,46 @@ def test_config_file_mistakes_are_named(tmp_path):
 
 
 def test_a_run_record_reproduces_its_run(tmp_path):
-    from dataclasses import asdict
 
-    ran = Config(env=PONG, lr=3e-4, batch_size=64, run_dir="runs/x", resume="latest", learner_threads=1)
+    ran = Config.of(env=PONG, lr=3e-4, batch_size=64, run_dir="runs/x", resume="latest", learner_threads=1)
     rec = tmp_path / "config.json"
-    rec.write_text(json.dumps({"config": asdict(ran), "profile": "cpu-small"}))
+    rec.write_text(json.dumps({"config": ran.flat(), "profile": "cpu-small"}))
     res = resolve_config({"config": str(rec)}, hw(2))
-    assert (res.cfg.env, res.cfg.lr, res.cfg.batch_size, res.cfg.learner_threads) == (PONG, 3e-4, 64, 1)
-    assert res.cfg.run_dir == "" and res.cfg.resume == ""  # where it ran is not a setting
+    assert (res.cfg.env, res.cfg.learner.lr, res.cfg.learner.batch_size, res.cfg.learner.learner_threads) == (PONG, 3e-4, 64, 1)
+    assert res.cfg.run.run_dir == "" and res.cfg.run.resume == ""  # where it ran is not a setting
     # a record of another version: its fields this version lacks are left out, not refused
-    rec.write_text(json.dumps({"config": {**asdict(ran), "retired_knob": 3}}))
-    assert resolve_config({"config": str(rec)}, hw(2)).cfg.lr == 3e-4
+    rec.write_text(json.dumps({"config": {**ran.flat(), "retired_knob": 3}}))
+    assert resolve_config({"config": str(rec)}, hw(2)).cfg.learner.lr == 3e-4
 
 
 def test_a_preset_with_a_typo_names_its_file(monkeypatch):
-    import config_optimized
+    from pipeline import config_layers
 
-    monkeypatch.setattr(config_optimized, "load_preset", lambda family: {"n_stepp": 5})
+    monkeypatch.setattr(config_layers, "load_preset", lambda family: {"n_stepp": 5})
     with pytest.raises(ConfigError, match=r"preset .*atari.toml: 'n_stepp' is not a setting"):
         resolve_config({"env": PONG}, hw(2))
-    monkeypatch.setattr(config_optimized, "load_preset", lambda family: {"n_step": "5"})
+    monkeypatch.setattr(config_layers, "load_preset", lambda family: {"n_step": "5"})
     with pytest.raises(ConfigError, match="n_step = '5' should be int"):
         resolve_config({"env": PONG}, hw(2))
 
 
 def saved_run(tmp_path, **over) -> Path:
-    from dataclasses import asdict
 
     run = tmp_path / "run"
     run.mkdir()
     (run / "checkpoint.pt").write_bytes(b"x")
-    cfg = Config(**{"env": PONG, "batch_size": 64, "lr": 3e-4, "run_dir": str(run), **over})
-    (run / "config.json").write_text(json.dumps({"config": asdict(cfg)}))
+    cfg = Config.of(**{"env": PONG, "batch_size": 64, "lr": 3e-4, "run_dir": str(run), **over})
+    (run / "config.json").write_text(json.dumps({"config": cfg.flat()}))
     return run
 
 
 def test_resume_takes_the_saved_config_and_logs_each_change(tmp_path):
     run = saved_run(tmp_path)
     same = resolve_config({"resume": str(run)}, hw(2))
-    assert same.cfg.env == PONG and same.cfg.batch_size == 64 and same.cfg.lr == 3e-4
+    assert same.cfg.env == PONG and same.cfg.learner.batch_size == 64 and same.cfg.learner.lr == 3e-4
     assert same.changes == [] and same.sources["lr"] == f"resumed {run / 'config.json'}"
     changed = resolve_config({"resume": str(run), "lr": 1e-4, "total_steps": 9}, hw(2))
-    assert changed.cfg.lr == 1e-4 and changed.cfg.batch_size == 64
+    assert changed.cfg.learner.lr == 1e-4 and changed.cfg.learner.batch_size == 64
     assert sorted(changed.changes) == ["--lr 0.0003 -> 0.0001 (command line)",
                                        "--total-steps 5000000 -> 9 (command line)"]
 
@@ -119,7 +118,7 @@ def test_resume_drops_saved_settings_this_version_cannot_take(tmp_path):
     rec["config"].update(retired_knob=1, batch_size="64")
     (run / "config.json").write_text(json.dumps(rec))
     res = resolve_config({"resume": str(run), "profile": "cpu-small"}, hw(2))
-    assert res.cfg.batch_size == 32 and res.cfg.lr == 3e-4
+    assert res.cfg.learner.batch_size == 32 and res.cfg.learner.lr == 3e-4
     assert any("retired_knob = 1 dropped" in n for n in res.notes)
     assert any("batch_size = '64' dropped" in n for n in res.notes)
     assert any("--profile cpu-small sets nothing on a resumed run" in n for n in res.notes)
@@ -132,7 +131,7 @@ def test_resume_of_a_run_without_a_record(tmp_path):
     run = saved_run(tmp_path)
     (run / "config.json").unlink()
     res = resolve_config({"resume": str(run), "env": PONG}, hw(2))
-    assert res.changes is None and res.cfg.batch_size == 32  # from this command line's layers
+    assert res.changes is None and res.cfg.learner.batch_size == 32  # from this command line's layers
 
 
 def test_config_shows_the_layer_of_each_value(tmp_path):
@@ -144,6 +143,17 @@ def test_config_shows_the_layer_of_each_value(tmp_path):
     lines = {ln.split("=")[0].strip(): ln for ln in out.stdout.splitlines() if " = " in ln}
     assert lines["lr"].rstrip().endswith(f"--config {f}") and lines["seed"].rstrip().endswith("command line")
     profile = next(ln for ln in out.stdout.splitlines() if ln.startswith("Profile:")).split()[1]
-    assert lines["num_collectors"].rstrip().endswith(f"profile {profile}")
+    assert lines["buffer_size"].rstrip().endswith(f"profile {profile}")
     assert lines["gamma"].rstrip().endswith("default")
     assert "Preset:   atari" in out.stdout
+
+
+def test_a_config_file_may_group_fields_by_part(tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text(f'env = "{PONG}"\n[learner]\nlr = 3e-4\n[replay]\nn_step = 5\n')
+    res = resolve_config({"config": str(f)}, hw(2))
+    assert (res.cfg.env, res.cfg.learner.lr, res.cfg.replay.n_step) == (PONG, 3e-4, 5)
+    assert res.sources["lr"] == res.sources["n_step"] == f"--config {f}"
+    f.write_text("[learner]\nlrr = 3e-4\n")
+    with pytest.raises(ConfigError, match="unknown field 'lrr'; did you mean 'lr'"):
+        read_config_file(f)

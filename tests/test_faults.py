@@ -184,7 +184,7 @@ def test_resume_rejects_checkpoint_of_another_game(tmp_path):
 def test_failure_during_setup_is_one_clear_line(tmp_path, monkeypatch):
     """A failure before the run is whole (here: no room for a ring) must end in its own
     "[MAIN] Error:" line and exit code 1, not in a crash of the shutdown code."""
-    from config_optimized import build_config
+    from pipeline.config_layers import build_config
     from pipeline import run, shm, trainer
 
     cfg, hw, _ = build_config({"env": "tests.catch_env:Catch-v0", "run_dir": str(tmp_path / "run"),

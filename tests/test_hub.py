@@ -1,7 +1,6 @@
 """Sharing a run on the Hugging Face Hub, offline: the package is a pure function of the run, the
 card's metadata is read back by huggingface_hub's own loader, and the upload and download calls
 are simulated."""
-import dataclasses
 import json
 from pathlib import Path
 
@@ -21,13 +20,13 @@ def make_run(tmp_path: Path) -> Path:
     """A run folder as training leaves it: config.json, a checkpoint --eval can play, a curve."""
     run = tmp_path / "run"
     run.mkdir()
-    cfg = Config(env=CATCH, model_arch="nature", seed=3)
-    model = build_model("nature", cfg.frame_stack, 3, False)
-    state = {"meta": {"env": CATCH, "n_actions": 3, "frame_stack": cfg.frame_stack, "model_arch": "nature",
+    cfg = Config.of(env=CATCH, model_arch="nature", seed=3)
+    model = build_model("nature", cfg.env_options.frame_stack, 3, False)
+    state = {"meta": {"env": CATCH, "n_actions": 3, "frame_stack": cfg.env_options.frame_stack, "model_arch": "nature",
                       "dueling": False, "version": 1},
-             "config": dataclasses.asdict(cfg), "learner": {"model": model.state_dict()}}
+             "config": cfg.flat(), "learner": {"model": model.state_dict()}}
     torch.save(state, run / "checkpoint.pt")
-    (run / "config.json").write_text(json.dumps({"config": dataclasses.asdict(cfg), "profile": "cpu-small",
+    (run / "config.json").write_text(json.dumps({"config": cfg.flat(), "profile": "cpu-small",
                                                  "hardware_summary": "CPU: test, 2 cores", "git_commit": "abc"}))
     (run / "learning_curve.png").write_bytes(b"\x89PNG fake")
     return run
@@ -106,6 +105,6 @@ def test_push_to_hub_evaluates_packages_and_uploads_a_run(tmp_path, monkeypatch,
 
 
 def test_card_for_mario_reports_distance_and_flag():
-    rec = {"config": dataclasses.asdict(Config()), "profile": "cpu-small"}
+    rec = {"config": Config().flat(), "profile": "cpu-small"}
     card = model_card("a/b", rec, {"returns": [100.0], "distances": [3161.0], "flags": [True], "epsilon": 0.0})
     assert "Mean distance 3161; flag reached 1/1" in card and '"SuperMarioBros-1-1-v0"' in card

@@ -2,9 +2,12 @@
 wrap-around, broken streams, prioritized sampling and bytes per transition."""
 import numpy as np
 import pytest
+import torch
 
 from pipeline.replay import Replay
+from pipeline.rollout import Rollout
 from pipeline.transition import FIRST, LAST, TERM, TRUNC
+from wrappers.batched import BatchStep
 
 K, N, GAMMA = 4, 3, 0.9
 SHAPE = (2, 2)
@@ -20,35 +23,47 @@ def frame_id(f):
     return int(f[..., 0, 0]) + 256 * int(f[..., 0, 1])
 
 
+class ScriptedEnvs:
+    """A batch of envs with random rewards, lost lives, game overs and time limits, and a frame
+    of its own at every step (``frame(id)``), so each record's frame names it."""
+    n_actions = 6
+
+    def __init__(self, num_envs: int, seed: int):
+        self.num_envs, self.rng, self.uid = num_envs, np.random.default_rng(seed), 0
+        self.game_over = np.zeros(num_envs, bool)
+
+    def _frames(self):
+        self.uid += self.num_envs
+        return np.stack([frame(i) for i in range(self.uid - self.num_envs + 1, self.uid + 1)])
+
+    def reset(self, seed=None):
+        return self._frames()
+
+    def step(self, actions):
+        M, u = self.num_envs, self.rng.random(self.num_envs)
+        reset, self.game_over = self.game_over, ~self.game_over & (u < 0.09)  # the step after a game over resets
+        term = ~reset & ((u < 0.06) | ((u >= 0.09) & (u < 0.12)))  # game over, or a life lost
+        trunc = ~reset & (u >= 0.06) & (u < 0.09)
+        rewards = np.where(reset, 0.0, self.rng.normal(size=M)).astype(np.float32)
+        return BatchStep(self._frames(), rewards, term, trunc, reset, np.full(M, np.nan, np.float32), np.zeros(M, bool))
+
+
+class Uniform(torch.nn.Module):
+    def forward(self, x):
+        return torch.zeros(len(x), ScriptedEnvs.n_actions)
+
+
 def make_streams(num_envs, steps, seed=0):
-    """Records as a collector writes them: life losses (TERM then FIRST), game overs (TERM or
-    TRUNC, then a LAST record with the final frame, then FIRST)."""
-    rng = np.random.default_rng(seed)
+    """Records as a collector writes them, from the collectors' Rollout stepping ScriptedEnvs:
+    lost lives (TERM, then FIRST), game overs (TERM or TRUNC, then a LAST record with the final
+    frame, then FIRST)."""
+    rollout = Rollout(ScriptedEnvs(num_envs, seed), Uniform(), K, clip_rewards=False, seed=seed)
     streams = [[] for _ in range(num_envs)]
-    state = [{"first": True, "pending_last": False} for _ in range(num_envs)]
-    uid = 0
     for _ in range(steps):
+        frames, f, _, _ = rollout.step(1.0)
         for e in range(num_envs):
-            st = state[e]
-            uid += 1
-            if st["pending_last"]:
-                rec = dict(id=uid, action=0, reward=0.0, flags=LAST)
-                st["pending_last"], st["first"] = False, True
-            else:
-                flags = FIRST if st["first"] else 0
-                st["first"] = False
-                u = rng.random()
-                if u < 0.06:
-                    flags |= TERM
-                    st["pending_last"] = True
-                elif u < 0.09:
-                    flags |= TRUNC
-                    st["pending_last"] = True
-                elif u < 0.12:
-                    flags |= TERM  # lost a life: no LAST record, the next one is FIRST
-                    st["first"] = True
-                rec = dict(id=uid, action=int(rng.integers(6)), reward=float(rng.normal()), flags=flags)
-            streams[e].append(rec)
+            streams[e].append(dict(id=frame_id(frames[e]), action=int(f["action"][e]), reward=float(f["reward"][e]),
+                                   flags=int(f["flags"][e])))
     return streams
 
 

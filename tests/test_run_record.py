@@ -4,13 +4,13 @@ import json
 import os
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
-from config_optimized import RESUME_HERE, Config, ConfigError, latest_run, resolve_run_dir
+from config_optimized import RESUME_HERE, Config, ConfigError
+from pipeline.run_folder import latest_run, resolve_run_dir
 from tests.proc_utils import CATCH, check_clean, run
 
 
@@ -21,22 +21,22 @@ def make_run(folder: Path) -> Path:
 
 
 def test_a_new_run_gets_a_folder_of_its_own(tmp_path):
-    cfg = resolve_run_dir(Config(env="ALE/Pong-v5", seed=3), now=0, root=tmp_path)
+    cfg = resolve_run_dir(Config.of(env="ALE/Pong-v5", seed=3), now=0, root=tmp_path)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(0))
-    assert Path(cfg.run_dir).parent == tmp_path and Path(cfg.run_dir).name == f"ALE-Pong-v5__3__{stamp}"
-    make_run(Path(cfg.run_dir))
-    again = resolve_run_dir(Config(env="ALE/Pong-v5", seed=3), now=0, root=tmp_path)
-    assert again.run_dir == cfg.run_dir + "-2"  # same second: never the same folder
+    assert Path(cfg.run.run_dir).parent == tmp_path and Path(cfg.run.run_dir).name == f"ALE-Pong-v5__3__{stamp}"
+    make_run(Path(cfg.run.run_dir))
+    again = resolve_run_dir(Config.of(env="ALE/Pong-v5", seed=3), now=0, root=tmp_path)
+    assert again.run.run_dir == cfg.run.run_dir + "-2"  # same second: never the same folder
 
 
 def test_a_folder_holding_a_run_is_refused_without_resume_or_overwrite(tmp_path):
     folder = make_run(tmp_path / "pong")
     with pytest.raises(ConfigError, match="already holds a run.*--resume.*--overwrite"):
-        resolve_run_dir(Config(run_dir=str(folder)), root=tmp_path)
-    assert resolve_run_dir(Config(run_dir=str(folder), overwrite=True), root=tmp_path).run_dir == str(folder)
+        resolve_run_dir(Config.of(run_dir=str(folder)), root=tmp_path)
+    assert resolve_run_dir(Config.of(run_dir=str(folder), overwrite=True), root=tmp_path).run.run_dir == str(folder)
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert resolve_run_dir(Config(run_dir=str(empty)), root=tmp_path).run_dir == str(empty)
+    assert resolve_run_dir(Config.of(run_dir=str(empty)), root=tmp_path).run.run_dir == str(empty)
 
 
 def test_resume_takes_a_folder_or_latest(tmp_path):
@@ -47,14 +47,14 @@ def test_resume_takes_a_folder_or_latest(tmp_path):
     (tmp_path / "latest").symlink_to("a")  # the link a run leaves wins over folder times
     make_run(tmp_path / "c").joinpath("checkpoint.pt").unlink()  # newest, but nothing to resume
     assert latest_run(tmp_path) == old.resolve()
-    assert resolve_run_dir(Config(resume="latest"), root=tmp_path).run_dir == str(old.resolve())
-    assert resolve_run_dir(Config(resume=RESUME_HERE), root=tmp_path).run_dir == str(old.resolve())
-    assert resolve_run_dir(Config(resume=str(new)), root=tmp_path).run_dir == str(new)
-    assert resolve_run_dir(Config(resume=RESUME_HERE, run_dir=str(new)), root=tmp_path).run_dir == str(new)
+    assert resolve_run_dir(Config.of(resume="latest"), root=tmp_path).run.run_dir == str(old.resolve())
+    assert resolve_run_dir(Config.of(resume=RESUME_HERE), root=tmp_path).run.run_dir == str(old.resolve())
+    assert resolve_run_dir(Config.of(resume=str(new)), root=tmp_path).run.run_dir == str(new)
+    assert resolve_run_dir(Config.of(resume=RESUME_HERE, run_dir=str(new)), root=tmp_path).run.run_dir == str(new)
     with pytest.raises(ConfigError, match="holds no run"):
-        resolve_run_dir(Config(resume=str(tmp_path / "nothing")), root=tmp_path)
+        resolve_run_dir(Config.of(resume=str(tmp_path / "nothing")), root=tmp_path)
     with pytest.raises(ConfigError, match="no run under"):
-        resolve_run_dir(Config(resume="latest"), root=tmp_path / "none")
+        resolve_run_dir(Config.of(resume="latest"), root=tmp_path / "none")
 
 
 @pytest.mark.slow
@@ -100,7 +100,7 @@ def test_resumed_run_keeps_the_earlier_record(tmp_path):
 
 
 def test_config_default_run_dir_is_unset():
-    assert Config().run_dir == "" and replace(Config(), resume="latest").resume == "latest"
+    assert Config().run.run_dir == "" and Config().replace(resume="latest").run.resume == "latest"
 
 
 @pytest.mark.slow

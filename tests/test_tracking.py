@@ -2,11 +2,11 @@
 its config and the synced TensorBoard scalars go into the run's .wandb record stream)."""
 import os
 import uuid
-from dataclasses import replace
 
 import pytest
 
-from config_optimized import Config, ConfigError, validate
+from config_optimized import Config, ConfigError
+from pipeline.config_check import validate
 from tests.proc_utils import CATCH, check_clean, run
 from tests.test_config import hw
 
@@ -14,10 +14,10 @@ from tests.test_config import hw
 def test_track_needs_wandb_and_tensorboard(monkeypatch):
     import pipeline.tracking
 
-    cfg = replace(Config(), env="ALE/Pong-v5", track=True)
+    cfg = Config().replace(env="ALE/Pong-v5", track=True)
     assert validate(cfg, hw(2)) == []
     with pytest.raises(ConfigError, match="--track True: sends the TensorBoard events to W&B; leave --tensorboard on"):
-        validate(replace(cfg, tensorboard=False), hw(2))
+        validate(cfg.replace(tensorboard=False), hw(2))
     monkeypatch.setattr(pipeline.tracking, "available", lambda: False)
     with pytest.raises(ConfigError, match=r"needs the wandb package, which is not installed: pip install 'fast-dqn\[track\]'"):
         validate(cfg, hw(2))

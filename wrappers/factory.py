@@ -28,6 +28,14 @@ def make_env(env_id: str, opts: EnvOptions | None = None, render_mode: str | Non
     return make_atari_env(env_id, opts, render_mode)
 
 
+def count_actions(env_id: str, opts: EnvOptions) -> int:
+    """The game's number of actions, from one env built in this process."""
+    env = make_env(env_id, opts)
+    n = int(env.action_space.n)
+    env.close()
+    return n
+
+
 def make_pixel_env(env_id: str, opts: EnvOptions, render_mode: str | None = None) -> gym.Env:
     """A ``module:EnvId`` env that already renders 84x84 gray frames: only episode statistics,
     reward clipping and frame stacking are added."""

@@ -13,8 +13,6 @@ import numpy as np
 from .options import EnvOptions
 from .registry import check_env_id
 
-ACTION_SETS = ("right_only", "simple", "complex")
-
 
 class SkipMaxGray(gym.Wrapper):
     """Frame skip, max-pool of the last two frames and gray 84x84, in one wrapper.

@@ -1,19 +1,34 @@
-"""What an environment is built with: one small dataclass shared by the single-env factory,
-the collectors' batched envs and the config (which fills it from its own fields)."""
+"""What an environment is built with: the env part of the training config, also handed on its
+own to the single-env factory and the collectors' batched envs.
+
+``doc`` declares a config field once: its default, its one-line help and, where only some values
+work, its ``choices``; the command line, the config files and validation all read them.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+MARIO_ACTION_SETS = ("right_only", "simple", "complex")  # gym-super-mario-bros' RIGHT_ONLY, SIMPLE_MOVEMENT, COMPLEX_MOVEMENT
+
+
+def doc(text: str, default, *, choices: tuple | None = None, **kw):
+    """A config field with its help text (and allowed values); ``type`` in ``kw`` overrides the
+    type read from the default (a field whose default is None)."""
+    return field(default=default, metadata={"help": text, "choices": choices, **kw})
 
 
 @dataclass(frozen=True)
 class EnvOptions:
-    frame_stack: int = 4          # frames per observation (single-env factory only; collectors stack themselves)
-    frame_skip: int = 4           # emulator frames per agent step
-    max_pool: bool = True         # max over the last two skipped frames (removes Atari sprite flicker)
-    noop_max: int = 30            # random no-ops at reset (Atari)
-    episodic_life: bool = True    # a lost life ends the learning episode, the game goes on (Atari)
-    fire_reset: bool = True       # press FIRE after reset in games that wait for it (Atari)
-    clip_rewards: bool = True     # rewards clipped to [-1, 1] for learning; logged returns stay raw
-    sticky_actions: float = -1.0  # repeat_action_probability; -1 keeps the env id's own default (v5: 0.25)
-    mario_actions: str = "simple"  # JoypadSpace action set: right_only, simple, complex
-    frame_size: int = 84          # square gray frame side in pixels
+    frame_stack: int = doc("frames stacked per observation", 4)
+    frame_skip: int = doc("emulator frames per agent step", 4)
+    max_pool: bool = doc("max-pool the last two skipped frames (MaxAndSkip)", True)
+    noop_max: int = doc("random no-ops at reset, Atari (NoopReset); 0 disables", 30)
+    episodic_life: bool = doc("a lost life ends the learning episode, Atari (EpisodicLife)", True)
+    fire_reset: bool = doc("press FIRE after reset where the game needs it, Atari (FireReset)", True)
+    clip_rewards: bool = doc("learn from rewards clipped to [-1, 1] (ClipReward); logs keep raw returns", True)
+    reward_scale: float = doc("with --clip-rewards false: learn from rewards times this (Mario's lie in [-15, 15]: "
+                              "1/15 keeps their size, which sign() throws away)", 1.0)
+    sticky_actions: float = doc("repeat_action_probability; -1 keeps the env id's default (v5: 0.25)", -1.0)
+    mario_actions: str = doc("Mario action set", "simple", choices=MARIO_ACTION_SETS)
+    # not a setting: the replay and the networks are built for 84x84 frames
+    frame_size: int = field(default=84, metadata={"fixed": True})

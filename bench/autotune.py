@@ -1,0 +1,55 @@
+"""``--autotune``: a coordinate search over the system's knobs, each trial a short real run, and
+the autotuned profile of the game's family that the auto profile then prefers."""
+from __future__ import annotations
+
+import json
+import time
+
+from .common import machine
+from .ladder import run_row
+
+
+def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> dict:
+    """Coordinate search over the system's knobs (collector count, envs per collector, learner
+    threads; never the batch size, which changes what is learned per update), each trial a
+    short real run of ``env`` at the default replay ratio; the best becomes the autotuned
+    profile of env's game family (config_optimized.autotuned_path), which the auto profile then
+    prefers for that family only."""
+    from config_optimized import autotuned_path, pick_profile, scale_profile
+    from pipeline.hardware import detect_hardware
+    from pipeline.record import write_json
+    from presets import family_of
+
+    hw = detect_hardware()
+    base_name = pick_profile(hw)
+    family = family_of(env)
+    best = {**scale_profile(base_name, hw, env), "learner_threads": 0}
+    grid = [("num_collectors", [1] if quick else sorted({1, 2, max(1, hw.cores // 2)})),
+            ("envs_per_collector", [8, 16] if quick else [4, 8, 16]),
+            ("learner_threads", [0, hw.cores])]
+    trials, tried = [], {}
+
+    def score(over):
+        key = json.dumps(over, sort_keys=True)
+        if key not in tried:
+            res = run_row("explicit", {**over, "env": env}, seconds)
+            tried[key] = res.get("env_steps_per_s", 0.0) if "error" not in res else 0.0
+            trials.append({"settings": {k: over[k] for k, _ in grid}, "env_steps_per_s": tried[key],
+                           "error": res.get("error")})
+            print(f"  autotune {trials[-1]['settings']}: {tried[key]:,.0f} env steps/s", flush=True)
+        return tried[key]
+    best_score = score(best)
+    for knob, values in grid:
+        for v in values:
+            cand = {**best, knob: v}
+            if (sc := score(cand)) > best_score * 1.03:  # within noise, keep the simpler setting
+                best, best_score = cand, sc
+    best = {k: v for k, v in best.items() if k != "learner_threads" or v}
+    data = {"overrides": best, "family": family, "tuned_on": env, "based_on": base_name,
+            "env_steps_per_s": best_score, "trials": trials, "machine": machine(),
+            "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    path = autotuned_path(family)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, data)
+    data["path"] = str(path)
+    return data

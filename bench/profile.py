@@ -1,0 +1,73 @@
+"""``--profile``: torch.profiler over learner updates and collector steps at this machine's
+profile settings, the top operations of each and their Chrome traces."""
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from .common import fill_replay
+
+
+def profile_run(out_dir: str, steps: int = 30) -> dict:
+    """torch.profiler over learner updates (replay sampling included) and collector steps at this
+    machine's profile settings; prints the top operations and writes Chrome traces (open them in
+    chrome://tracing or https://ui.perfetto.dev)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from models import build_model
+    from pipeline.config_layers import build_config
+    from pipeline.hardware import learner_threads
+    from pipeline.learner import Learner
+    from pipeline.replay import Replay
+    from pipeline.rollout import Rollout
+    from wrappers import BatchedEnv
+
+    os.makedirs(out_dir, exist_ok=True)
+    cfg, hw, name = build_config({"env": "ALE/Pong-v5"})
+    device = torch.device("cuda" if hw.cuda else "cpu")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if hw.cuda else [])
+    torch.set_num_threads(learner_threads(cfg.learner.learner_threads, cfg.collectors.num_collectors, hw))
+    learner = Learner(cfg.learner, cfg.env_options.frame_stack, 6, device)
+    M = cfg.collectors.envs_per_collector
+    replay = Replay(20_000, 1, M, cfg.env_options.frame_stack, cfg.replay.n_step, cfg.replay.gamma, seed=0)
+    fill_replay(replay, 20_000, M, 0.01, 1000)
+
+    def learner_step():
+        with record_function("replay.sample"):
+            batches = [learner.to_device(replay.sample(cfg.learner.batch_size)) for _ in range(cfg.learner.grad_accum_steps)]
+        with record_function("learner.update"):
+            learner.update(batches)
+    for _ in range(3):
+        learner_step()  # warm-up (and compilation, if on)
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            learner_step()
+    learner_trace = os.path.join(out_dir, "trace_learner.json")
+    prof.export_chrome_trace(learner_trace)
+    print(f"\nLearner ({name}: batch {cfg.learner.batch_size} x {cfg.learner.grad_accum_steps}, amp {cfg.learner.amp}, "
+          f"compile {cfg.learner.compile}), {steps} updates, top operations by total CPU time:")
+    print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=15))
+
+    torch.set_num_threads(1)
+    env = BatchedEnv("ALE/Pong-v5", cfg.env_options, M)
+    model = build_model(cfg.learner.model_arch, cfg.env_options.frame_stack, env.n_actions, cfg.learner.dueling).eval()
+    rollout = Rollout(env, model, cfg.env_options.frame_stack, True, seed=0)
+    for _ in range(10):
+        rollout.step(0.1)
+    rollout.act_ns = rollout.step_ns = 0
+    t0 = time.perf_counter_ns()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps * 4):
+            with record_function("collector.step"):
+                rollout.step(0.1)
+    total = time.perf_counter_ns() - t0
+    env.close()
+    collector_trace = os.path.join(out_dir, "trace_collector.json")
+    prof.export_chrome_trace(collector_trace)
+    print(f"\nCollector ({M} Pong envs, 1 thread), {steps * 4} steps: acting {100 * rollout.act_ns / total:.0f}%, "
+          f"env stepping {100 * rollout.step_ns / total:.0f}%; top operations:")
+    print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
+    print(f"Traces: {learner_trace}, {collector_trace}")
+    return {"learner_trace": learner_trace, "collector_trace": collector_trace}

@@ -1,0 +1,141 @@
+"""``--time-to-score``: wall-clock minutes (and agent steps) until the mean score of the last 20
+whole games reaches a target, for the real pipeline run as a user runs it and optionally the
+baseline recipe; each game's default target and milestones, and the report's table and curves."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .baseline import BASELINE_RECIPE, run_baseline
+from .common import machine
+
+# Milestones are reporting marks, not training settings: the run itself never sees them.
+MILESTONES = {"ALE/Pong-v5": (-15, -10, 0, 10, 18), "ALE/Pong-v4": (-15, -10, 0, 10, 18),
+              "mario": (1000, 1500, 2000, 2500)}
+# The score --time-to-score aims at when --target is not given: Pong's +18, and for Mario a mean
+# distance of 3,000 (1-1's flag pole stands at x ~3,160, so most of the last 20 games end there).
+TARGETS = {"ALE/Pong-v5": 18.0, "ALE/Pong-v4": 18.0, "mario": 3000.0}
+# --time-to-score --quick: the test suite's catch game, sized to reach its target in a few minutes.
+QUICK_SCORE = {"target": 0.5, "minutes": 4.0, "milestones": (-0.5, 0.0, 0.5),
+               "train": ["--env", "tests.catch_env:Catch-v0", "--learning-starts", "500", "--buffer-size", "20000",
+                         "--envs-per-collector", "4", "--batch-size", "32", "--replay-ratio", "4", "--lr", "1e-3",
+                         "--target-update-interval", "100", "--eps-decay-steps", "4000", "--eps-end", "0.02",
+                         "--epoch-steps", "1000", "--checkpoint-interval", "1000"]}
+# The training script runs from the project folder, where mario_rl_optimized.py lies.
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def default_target(env: str) -> float | None:
+    from presets import family_of
+
+    return TARGETS.get(env, TARGETS.get(family_of(env)))
+
+
+def default_milestones(env: str) -> tuple:
+    from presets import family_of
+
+    return MILESTONES.get(env, MILESTONES.get(family_of(env), ()))
+
+
+def time_to_score(train_args: list[str], target: float, minutes: float, milestones, runs_dir: str,
+                  vs_baseline: bool) -> dict:
+    """Train through the real pipeline (mario_rl_optimized.py, as a user runs it) until the mean
+    score of the last 20 whole games reaches ``target`` or ``minutes`` pass; optionally the
+    baseline recipe for the same time. Each run is scored from its episodes.jsonl."""
+    import subprocess
+
+    from config_optimized import ConfigError
+    from pipeline.config_check import validate
+    from pipeline.config_layers import build_config
+    from mario_rl_optimized import parse_args
+    from pipeline.episodes import read_episodes, score_run
+
+    runs_dir = os.path.abspath(runs_dir)  # the training run starts in the project folder
+    args = parse_args(train_args)
+    cfg, hw, profile = build_config(args)
+    for w in validate(cfg, hw):
+        print(f"[MAIN] Warning: {w}", flush=True)
+    if args.run_dir is not None or args.target_score is not None or args.time_limit is not None:
+        raise ConfigError("give the run folder, target and time as --runs-dir, --target and --minutes of "
+                          "--time-to-score, not as training options")
+    if target is None:
+        target = default_target(cfg.env)
+        if target is None:
+            raise ConfigError(f"--target: {cfg.env} has no default target score; give one, e.g. --target 100")
+    marks = sorted({*(milestones or default_milestones(cfg.env)), target})
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    runs = []
+    pipeline_dir = os.path.join(runs_dir, f"tts-{stamp}-pipeline")
+    cmd = [sys.executable, "mario_rl_optimized.py", *train_args, "--run-dir", pipeline_dir,
+           "--target-score", str(target), "--time-limit", str(minutes)]
+    print(f"[TTS] pipeline ({profile} profile): {' '.join(cmd[1:])}", flush=True)
+    code = subprocess.call(cmd, cwd=PROJECT_DIR)
+    if code != 0:
+        raise RuntimeError(f"the training run exited with code {code}; its log is {pipeline_dir}/train.log")
+    runs.append({"name": "pipeline (defaults" + (": " + " ".join(train_args) if train_args else "") + ")",
+                 "run_dir": pipeline_dir, "profile": profile, "settings": cfg.flat()})
+    if vs_baseline:
+        base_dir = os.path.join(runs_dir, f"tts-{stamp}-baseline")
+        os.makedirs(base_dir, exist_ok=True)
+        base_cfg = cfg.replace(**BASELINE_RECIPE, target_score=target, time_limit=minutes,
+                                       run_dir=base_dir, buffer_size=min(cfg.replay.buffer_size, 1_000_000))
+        print(f"[TTS] baseline recipe for up to {minutes:g} min: {BASELINE_RECIPE}", flush=True)
+        res = run_baseline(base_cfg, base_dir)
+        if "error" in res:
+            raise RuntimeError(f"the baseline failed: {res['error']}\n{res.get('traceback', '')}")
+        runs.append({"name": "baseline (row 1's recipe, one process)", "run_dir": base_dir, "profile": None,
+                     "settings": base_cfg.flat()})
+    for run in runs:
+        rows = read_episodes(run["run_dir"])
+        run["score"], run["curve"] = score_run(rows, marks, metric=cfg.run.score_metric)
+        last = rows[-1] if rows else {}
+        run["reached"] = run["score"]["milestones"][marks.index(target)].get("minutes") is not None
+        run["minutes_to_target"] = run["score"]["milestones"][marks.index(target)].get("minutes")
+        run["totals_at_last_game"] = {k: last.get(k) for k in ("wall_s", "env_steps", "updates", "samples_trained")}
+    return {"env": cfg.env, "target": target, "minutes_limit": minutes, "metric": cfg.run.score_metric,
+            "window": runs[0]["score"]["window"], "milestones": marks, "runs": runs, "machine": machine()}
+
+
+def print_time_to_score(res: dict) -> None:
+    marks = res["milestones"]
+    print(f"\nTime to score: {res['env']}, mean {res['metric']} of the last {res['window']} games, target "
+          f"{res['target']:g}, limit {res['minutes_limit']:g} min (minutes / agent steps when first reached)")
+    print("| run | " + " | ".join(f"{m:g}" for m in marks) + " | best | agent steps | updates | samples trained |")
+    print("|---" * (len(marks) + 5) + "|")
+    for run in res["runs"]:
+        cells = [f"{m['minutes']:.1f} min / {m['env_steps']:,}" if m.get("minutes") is not None else "-"
+                 for m in run["score"]["milestones"]]
+        t = run["totals_at_last_game"]
+        best = run["score"]["best_mean"]
+        print(f"| {run['name']} | " + " | ".join(cells) + f" | {'n/a' if best is None else format(best, '.2f')} "
+              f"| {t.get('env_steps') or 0:,} | {t.get('updates') or 0:,} | {t.get('samples_trained') or 0:,} |")
+
+
+def plot_time_to_score(res: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    from pipeline.curves import format_steps
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for run in res["runs"]:
+        if run["curve"]:
+            minutes, steps, mean = zip(*run["curve"])
+            axes[0].plot(minutes, mean, label=run["name"])
+            axes[1].plot(steps, mean, label=run["name"])
+    for ax, xl in zip(axes, ("wall clock (minutes)", "agent steps")):
+        ax.axhline(res["target"], color="gray", ls="--", lw=1)
+        ax.set_xlabel(xl)
+        ax.set_ylabel(f"mean {res['metric']}, last {res['window']} games")
+        ax.grid(alpha=0.3)
+    axes[1].xaxis.set_major_formatter(FuncFormatter(format_steps))
+    axes[0].legend(fontsize=8)
+    m = res["machine"]
+    fig.suptitle(f"Time to score, {res['env']} ({m['cpu']}, {m['cores']} cores, GPU {m['gpu']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

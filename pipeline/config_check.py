@@ -1,0 +1,131 @@
+"""Config validation: every impossible setting is refused with a message that names the field,
+the value and the fix, before any process starts; dubious ones come back as warnings."""
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from config_optimized import COLLECTOR_BYTES, FIELDS, FRAME_BYTES, REPLAY_META_BYTES, Config, ConfigError
+
+from .hardware import Hardware, resolve_device
+
+# The rings and the weight seqlock publish with plain stores and rely on the CPU keeping them in
+# program order, which x86-64 (TSO) does and arm64 does not.
+TSO_MACHINES = ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+def check_choices(cfg: Config) -> None:
+    """Each field with ``choices`` in its metadata holds one of them (the flags' help lists them)."""
+    for name, (_, f) in FIELDS.items():
+        choices = f.metadata.get("choices")
+        if choices and cfg.get(name) not in choices:
+            listed = f"{', '.join(choices[:-1])} or {choices[-1]}"
+            raise ConfigError(f"--{name.replace('_', '-')} {cfg.get(name)!r}: choose {listed}")
+
+
+def validate(cfg: Config, hw: Hardware) -> list[str]:
+    """Raise ConfigError for the first impossible setting; return warnings for dubious ones."""
+    from wrappers.registry import UnknownEnvError, check_env_id, is_mario
+
+    opts, col, rep, lrn, run = cfg.env_options, cfg.collectors, cfg.replay, cfg.learner, cfg.run
+
+    def bad(name, msg):
+        raise ConfigError(f"--{name.replace('_', '-')} {cfg.get(name)!r}: {msg}")
+
+    if platform.machine().lower() not in TSO_MACHINES:
+        raise ConfigError(f"this machine is {platform.machine()}: the shared-memory rings between collectors and "
+                          "learner rely on x86-64's store ordering, which this CPU does not give, so training could "
+                          "read torn transitions; train on an x86-64 machine (--eval and --plot work here)")
+    check_choices(cfg)
+    try:
+        check_env_id(cfg.env)
+    except UnknownEnvError as e:
+        raise ConfigError(str(e)) from None
+    positive = ["total_steps", "frame_stack", "frame_skip", "num_collectors", "envs_per_collector", "queue_capacity",
+                "consolidation_batch", "model_update_frequency", "buffer_size", "n_step", "batch_size",
+                "grad_accum_steps", "target_update_interval", "checkpoint_interval", "epoch_steps", "prefetch_batches",
+                "eval_episodes"]
+    for name in positive:
+        if cfg.get(name) <= 0:
+            bad(name, "must be a positive integer")
+    for name in ["noop_max", "learning_starts", "max_collector_restarts", "eps_decay_steps", "learner_threads",
+                 "eval_interval"]:
+        if cfg.get(name) < 0:
+            bad(name, "must be 0 or more")
+    if cfg.device == "cuda" and not hw.cuda:
+        bad("device", "CUDA is not available on this machine; use --device cpu (or auto)")
+    if cfg.device == "mps" and not hw.mps:
+        bad("device", "Apple MPS is not available on this machine; use --device cpu (or auto)")
+    if run.score_metric == "distance" and not is_mario(cfg.env):
+        bad("score_metric", f"{cfg.env} reports no distance; only Mario does. Use --score-metric return")
+    if run.time_limit < 0:
+        bad("time_limit", "must be 0 (no limit) or a number of minutes")
+    device = resolve_device(cfg.device, hw)
+    if lrn.amp and lrn.amp_dtype == "fp16" and device != "cuda":
+        bad("amp_dtype", f"fp16 autocast needs CUDA but the learner runs on {device}; use --amp-dtype bf16 (or auto)")
+    if not 0 < rep.gamma <= 1:
+        bad("gamma", "must be in (0, 1]")
+    if lrn.replay_ratio <= 0:
+        bad("replay_ratio", "must be positive (samples trained per agent step; 8 = batch 32 every 4 steps)")
+    if run.track:
+        from .tracking import INSTALL, available
+
+        if not run.tensorboard:
+            bad("track", "sends the TensorBoard events to W&B; leave --tensorboard on")
+        if not available():
+            bad("track", f"needs the wandb package, which is not installed: {INSTALL}")
+    if opts.reward_scale <= 0:
+        bad("reward_scale", "must be positive (1 = raw rewards)")
+    if opts.clip_rewards and opts.reward_scale != 1.0:
+        bad("reward_scale", "has no effect while --clip-rewards is on (sign() comes after any scale); "
+                            "pass --clip-rewards false")
+    if not 0 <= run.eval_epsilon <= 1:
+        bad("eval_epsilon", "must be in [0, 1]")
+    if not (0 <= col.eps_end <= 1 and 0 <= col.eps_start <= 1):
+        bad("eps_start" if not 0 <= col.eps_start <= 1 else "eps_end", "must be in [0, 1]")
+    if lrn.lr <= 0:
+        bad("lr", "must be positive")
+    if not (opts.sticky_actions == -1.0 or 0 <= opts.sticky_actions <= 1):
+        bad("sticky_actions", "must be -1 (env default) or in [0, 1]")
+    if lrn.model_arch == "batchnorm" and lrn.batch_size < 2:
+        bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
+    if lrn.batch_size > rep.buffer_size:
+        bad("batch_size", f"is larger than --buffer-size {rep.buffer_size}; lower the batch or raise the buffer")
+    total_envs = col.num_collectors * col.envs_per_collector
+    per_env = rep.buffer_size // total_envs
+    if per_env < opts.frame_stack + rep.n_step + 2:
+        bad("buffer_size", f"gives {per_env} slots to each of {total_envs} envs; need at least "
+                           f"frame_stack + n_step + 2 = {opts.frame_stack + rep.n_step + 2}")
+    if col.queue_capacity < col.envs_per_collector:
+        bad("queue_capacity", f"must hold at least one step of all {col.envs_per_collector} envs of a collector")
+    collectors_need = col.num_collectors * COLLECTOR_BYTES
+    usable = hw.ram_available_bytes * 0.9
+    if collectors_need > usable:
+        fit = max(0, int(usable // COLLECTOR_BYTES))
+        bad("num_collectors", f"needs about {collectors_need / 2**30:.1f} GiB for the collector processes alone "
+                              f"(~{COLLECTOR_BYTES / 2**20:.0f} MB each) but {hw.ram_available_bytes / 2**30:.1f} GiB "
+                              f"is available; at most {fit} fit, and {max(1, hw.cores - 1)} suit {hw.cores} cores")
+    need = (rep.buffer_size * (FRAME_BYTES + REPLAY_META_BYTES) + col.num_collectors * col.queue_capacity * (FRAME_BYTES + 32)
+            + collectors_need)
+    if need > usable:
+        bad("buffer_size", f"needs {need / 2**30:.2f} GiB for replay, queues and collectors but only "
+                           f"{hw.ram_available_bytes / 2**30:.2f} GiB of RAM is available; "
+                           f"use --buffer-size {int(hw.ram_available_bytes * 0.5 // (FRAME_BYTES + REPLAY_META_BYTES)):d} or less")
+    run_dir = Path(run.run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        bad("run_dir", "is a file, not a directory; choose another --run-dir")
+    existing = next(p for p in (run_dir, *run_dir.absolute().parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        bad("run_dir", f"cannot be written ({existing} is not writable by this user); choose a writable --run-dir")
+    warnings = []
+    if lrn.amp and device == "cpu" and not hw.cpu_bf16:
+        warnings.append("--amp on a CPU without native bf16 (no AVX-512 BF16 or AMX): bf16 is emulated and "
+                        "each update runs ~10x slower than fp32; use --amp false")
+    if lrn.model_arch == "batchnorm" and lrn.batch_size < 16:
+        warnings.append(f"batch_size {lrn.batch_size} < 16: BatchNorm statistics over so few samples are noisy")
+    if col.num_collectors > max(1, hw.cores - 1):
+        warnings.append(f"{col.num_collectors} collector processes and a learner on {hw.cores} cores: each collector "
+                        f"wants most of a core, so they slow each other and the learner; "
+                        f"--num-collectors {max(1, hw.cores - 1)} suits this machine")
+    return warnings

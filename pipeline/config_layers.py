@@ -1,0 +1,260 @@
+"""Where a run's settings come from: one flag per config field, config files (TOML or JSON, flat
+or in part tables), the game family's preset, the hardware profile and a resumed run's record,
+layered in that order under the flags, with the layer that set each value."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from config_optimized import (FIELDS, FRAME_BYTES, PARTS, PROFILES, REPLAY_META_BYTES, Config, ConfigError,
+                              autotuned_path, pick_profile, scale_profile)
+from presets import family_of, load_preset
+
+from .config_check import validate
+from .hardware import Hardware, detect_hardware, resolve_device
+from .run_folder import RUNS_ROOT, resume_target
+
+
+def flatten(data: dict) -> dict:
+    """Config values from a file, flat: a part's table (``[learner]`` in TOML, a nested JSON
+    object) is lifted into its fields' names."""
+    out = {}
+    for k, v in data.items():
+        if k in PARTS and isinstance(v, dict):
+            out.update(v)
+        else:
+            out[k] = v
+    return out
+
+
+def _parse_bool(text: str) -> bool:
+    low = text.lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One option per Config field, and --config FILE; unset options stay None so the layers
+    below the command line fill them."""
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="a TOML or JSON file of Config fields (a run's config.json works too), applied over "
+                             "the defaults, the game's preset and the hardware profile, under the flags")
+    for name, (_, f) in FIELDS.items():
+        flag = "--" + name.replace("_", "-")
+        default = f.default
+        kind = f.metadata.get("type", type(default))
+        choices = f.metadata.get("choices")  # shown as the metavar; validation refuses the rest with the fix
+        help_text = f"{f.metadata['help']} (default: {default!r}, or the preset's or profile's)"
+        if "nargs" in f.metadata:
+            parser.add_argument(flag, type=kind, nargs=f.metadata["nargs"], const=f.metadata["const"], default=None,
+                                metavar=f.metadata.get("metavar"), help=help_text)
+        elif kind is bool:
+            parser.add_argument(flag, type=_parse_bool, nargs="?", const=True, default=None, metavar="BOOL", help=help_text)
+        else:
+            parser.add_argument(flag, type=kind, default=None, metavar=f"{{{','.join(choices)}}}" if choices else None,
+                                help=help_text)
+
+
+# Fields a saved run record never sets: they say where this start writes, not how it trains.
+RUN_CONTROL = ("resume", "run_dir", "overwrite")
+# What a resumed run cannot change: the checkpoint's network and replay were made for these.
+FIXED_ON_RESUME = ("env", "frame_stack", "model_arch", "dueling", "mario_actions")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _typed(name: str, value, where: str):
+    """A value read from a file, checked against its Config field's type (ints pass as floats)."""
+    f = FIELDS[name][1]
+    kind = f.metadata.get("type", type(f.default))
+    if f.default is None and value is None:
+        return None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    raise ConfigError(f"{where}: {name} = {value!r} should be {kind.__name__} (like the default {f.default!r})")
+
+
+def read_config_file(path: str | Path) -> dict:
+    """Config fields from a TOML or JSON file; a run's config.json gives the settings it ran with."""
+    import difflib
+    import tomllib
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--config {path}: no such file; give a .toml or .json file of config fields")
+    try:
+        if path.suffix == ".toml":
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        elif path.suffix == ".json":
+            data = json.loads(path.read_text())
+        else:
+            raise ConfigError(f"--config {path}: give a .toml or .json file")
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--config {path} does not parse ({e}); fix the file") from None
+    names = list(FIELDS)
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):  # a run record, maybe of another version
+        kept = {k: v for k, v in flatten(data["config"]).items() if k not in RUN_CONTROL and k in names}
+        return {k: _typed(k, v, f"--config {path}") for k, v in kept.items()}
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: expected a table of config fields")
+    data = flatten(data)
+    for key in data:
+        if key in RUN_CONTROL:
+            raise ConfigError(f"--config {path}: {key} says where a run writes, not how it trains; give "
+                              f"{_flag(key)} on the command line")
+        if key not in names:
+            near = difflib.get_close_matches(key, names, n=1)
+            raise ConfigError(f"--config {path}: unknown field {key!r}" + (f"; did you mean {near[0]!r}?" if near else
+                              "; python config_optimized.py lists the fields"))
+    return {k: _typed(k, v, f"--config {path}") for k, v in data.items()}
+
+
+def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
+    """The config a run started with (its config.json), without the run-control fields, and notes
+    on saved fields this version drops; empty for runs made before run records existed."""
+    path = run_dir / "config.json"
+    if not path.is_file():
+        return {}, []
+    try:
+        saved = json.loads(path.read_text())["config"]
+        if not isinstance(saved, dict):
+            raise TypeError("'config' is not a table")
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        raise ConfigError(f"--resume: {path} is not a run record ({type(e).__name__}: {e}); restore it, or delete "
+                          "it and resume with every setting on the command line") from None
+    names = set(FIELDS)
+    values, notes = {}, []
+    # fields added since the run started keep this version's defaults; removed or retyped ones go
+    for k, v in flatten(saved).items():
+        if k in RUN_CONTROL:
+            continue
+        try:
+            if k not in names:
+                raise ConfigError(f"no field {k!r} in this version")
+            values[k] = _typed(k, v, str(path))
+        except ConfigError as e:
+            notes.append(f"Resumed run: saved setting {k} = {v!r} dropped ({e})")
+    return values, notes
+
+
+@dataclass
+class Resolved:
+    """A config with its provenance: which layer set each field, and what a resume changed."""
+    cfg: Config
+    hw: Hardware
+    profile: str
+    sources: dict[str, str]
+    resumed_from: Path | None = None
+    changes: list[str] | None = field(default_factory=list)  # None: the resumed run kept no config.json
+    notes: list[str] = field(default_factory=list)           # for the run log: what was dropped or ignored
+
+
+def resolve_config(args: argparse.Namespace | dict | None = None, hw: Hardware | None = None,
+                   root: Path = RUNS_ROOT) -> Resolved:
+    """Layers, each overriding the one before: defaults, the game family's preset, the hardware
+    profile, the resumed run's config.json, --config FILE, then the flags given."""
+    hw = hw or detect_hardware()
+    raw = vars(args) if isinstance(args, argparse.Namespace) else dict(args or {})
+    names = set(FIELDS)
+    given = {k: v for k, v in raw.items() if v is not None and k in names}
+    from_file = read_config_file(raw["config"]) if raw.get("config") else {}
+    saved, resumed_from, notes = {}, None, []
+    if given.get("resume"):
+        resumed_from = resume_target(given["resume"], given.get("run_dir", ""), root)
+        saved, notes = read_run_config(resumed_from)
+    env = given.get("env") or from_file.get("env") or saved.get("env") or Config.env
+    profile = given.get("profile") or from_file.get("profile") or "auto"
+    if profile not in ("auto", "autotuned", *PROFILES):
+        raise ConfigError(f"--profile {profile!r}: unknown profile; choose auto, autotuned or one of {sorted(PROFILES)}")
+    family = family_of(env)
+    name = ("autotuned" if autotuned_path(family).exists() else pick_profile(hw)) if profile == "auto" else profile
+    layers = [(f"preset {family}", checked_preset(family)), (f"profile {name}", scale_profile(name, hw, env))]
+    if saved:
+        layers.append((f"resumed {resumed_from / 'config.json'}", {k: v for k, v in saved.items() if k != "profile"}))
+        if "profile" in given:
+            notes.append(f"--profile {given['profile']} sets nothing on a resumed run (its saved settings win); "
+                         "give the fields to change instead")
+        name = saved.get("profile", name) if "profile" not in given else name
+    layers += [(f"--config {raw.get('config')}", from_file), ("command line", given)]
+    values, sources = {}, dict.fromkeys(names, "default")
+    for label, over in layers:
+        for k, v in over.items():
+            values[k] = v
+            sources[k] = label
+    cfg = Config.of(**{**values, "profile": name})
+    # None: the resumed run has no config.json (made before run records), so nothing to compare
+    changes = [] if saved or resumed_from is None else None
+    for k, old in saved.items():
+        new = cfg.get(k)
+        if k == "profile" or new == old:
+            continue
+        if k in FIXED_ON_RESUME:
+            raise ConfigError(f"{_flag(k)} {new!r}: the run in {resumed_from} was trained with {_flag(k)} {old!r}, which "
+                              f"a resumed run cannot change; drop {_flag(k)}, or start a new run without --resume")
+        changes.append(f"{_flag(k)} {old!r} -> {new!r} ({sources[k]})")
+    return Resolved(cfg, hw, name, sources, resumed_from, changes, notes)
+
+
+def checked_preset(family: str) -> dict:
+    """A family preset's values, each a Config field of its type (a typo names the file)."""
+    from presets import preset_path
+
+    where = f"preset {preset_path(family)}"
+    over = load_preset(family)
+    for key in over:
+        if key not in FIELDS or key in RUN_CONTROL:
+            raise ConfigError(f"{where}: {key!r} is not a setting a preset may set; fix the file")
+    return {k: _typed(k, v, where) for k, v in over.items()}
+
+
+def build_config(args: argparse.Namespace | dict | None = None, hw: Hardware | None = None) -> tuple[Config, Hardware, str]:
+    """The layered config (``resolve_config``) as (config, hardware, profile name)."""
+    res = resolve_config(args, hw)
+    return res.cfg, res.hw, res.profile
+
+
+def show(argv: list[str] | None = None) -> int:
+    """``python config_optimized.py``: the hardware, the profile and each value with its layer."""
+    parser = argparse.ArgumentParser(description="Show the detected hardware, the chosen profile and the resolved "
+                                                 "config, with the layer that set each value.")
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        res = resolve_config(args)
+        cfg, hw, name = res.cfg, res.hw, res.profile
+        warnings = validate(cfg, hw)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    print(f"Hardware: {hw.describe()}")
+    print(f"Device:   {resolve_device(cfg.device, hw)}")
+    print(f"Preset:   {family_of(cfg.env)} ({preset_path_of(cfg.env)})")
+    print(f"Profile:  {name}" + (f" (from {autotuned_path(family_of(cfg.env))})" if name == "autotuned" else ""))
+    if res.resumed_from:
+        print(f"Resumes:  {res.resumed_from}" + "".join(f"\n  changed: {c}" for c in res.changes or []))
+    for w in warnings:
+        print(f"Warning:  {w}")
+    print("Config (value, and the layer that set it):")
+    width = max(len(name) for name in FIELDS)
+    for name, (part, _) in FIELDS.items():
+        print(f"  {name:<{width}} = {cfg.get(name)!r:<24} {res.sources[name]}")
+    per = FRAME_BYTES + REPLAY_META_BYTES
+    print(f"Replay:   {cfg.replay.buffer_size:,} transitions x {per:,} B = {cfg.replay.buffer_size * per / 2**30:.2f} GiB")
+    return 0
+
+
+def preset_path_of(env: str) -> Path:
+    from presets import preset_path
+
+    return preset_path(family_of(env))

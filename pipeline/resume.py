@@ -1,0 +1,83 @@
+"""What a run carries across a stop and ``--resume``: the counters in its checkpoint (agent
+steps, games, samples trained, wall clock, epoch, collector starts, best scores), the learner and
+every random state, and the replay saved beside the final checkpoint."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from wrappers.registry import is_mario
+
+from . import checkpoint as ckpt
+from .replay import snapshot
+
+
+@dataclass
+class RunCounters:
+    """Where the run stood when this process started (all zero for a new run)."""
+    env_steps: int = 0          # agent steps played
+    episodes: int = 0           # games finished
+    samples_trained: int = 0
+    wall_s: float = 0.0         # the run's wall clock
+    epoch: int = 0
+    launches: int = 0           # collector starts: each start's seeds differ from every earlier one's
+    best_score: float = float("-inf")  # best mean of the last 20 games at an epoch end (best.pt)
+    best_eval: float = float("-inf")   # best --eval-interval evaluation (best_eval.pt)
+
+
+def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[RunCounters, int]:
+    """Load the run's checkpoint into ``learner`` and the random states, and its saved replay into
+    ``replay`` where it belongs to that checkpoint. Returns the counters and the agent steps still
+    to collect before training goes on (the rest of warm-up, or a whole refill)."""
+    path = run_dir / ckpt.CHECKPOINT_NAME
+    state = ckpt.load(path, cfg.env, n_actions, cfg.env_options.frame_stack)
+    learner.load_state_dict(state["learner"])
+    c = state["counters"]
+    counters = RunCounters(int(c["env_steps"]), int(c["episodes"]), int(c["samples_trained"]), float(c["wall_s"]),
+                           int(c["epoch"]),
+                           # a checkpoint from before launches were counted: its step count still sets the seeds apart
+                           int(c.get("collector_launches", c["env_steps"])),
+                           float(c.get("best_score", float("-inf"))), float(c.get("best_eval", float("-inf"))))
+    # checkpoints before best_metric was saved measured Mario in distance and the rest in return
+    was = c.get("best_metric", "distance" if is_mario(cfg.env) else "return")
+    if was != cfg.run.score_metric:
+        counters.best_score = counters.best_eval = float("-inf")
+        log(f"[MAIN] The best scores so far were in {was}, this run measures {cfg.run.score_metric}: "
+            "best.pt and best_eval.pt start over")
+    replay.sampler.rng.bit_generator.state = ckpt.restore_rng(state)
+    log.start_at(counters.env_steps)
+    log(f"[MAIN] Resumed {path}: {counters.env_steps:,} agent steps, {learner.updates:,} updates, "
+        f"epoch {counters.epoch}")
+    starts = cfg.learner.learning_starts
+    if _restore_replay(run_dir, cfg, replay, counters.env_steps, log):
+        return counters, max(0, starts - len(replay))  # a replay saved during warm-up still needs the rest of it
+    return counters, starts
+
+
+def _restore_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> bool:
+    """Load the replay saved with the checkpoint, if it belongs to it; say what happened."""
+    path = run_dir / snapshot.REPLAY_NAME
+    refill = f"the replay refills ({cfg.learner.learning_starts:,} steps) before training goes on"
+    if not cfg.run.save_replay or not path.exists():
+        why = "--save-replay is off" if not cfg.run.save_replay else f"no {path}"
+        log(f"[MAIN] {why}: {refill}")
+        return False
+    t0 = time.perf_counter()
+    meta = snapshot.read_meta(path)
+    if meta.get("env_steps") != env_steps:
+        log(f"[MAIN] {path} was saved at {meta.get('env_steps'):,} agent steps, the checkpoint at "
+            f"{env_steps:,} (the run stopped without a clean save): {refill}")
+        return False
+    snapshot.load(replay, path, cfg.env, cfg.env_options.frame_stack)
+    log(f"[MAIN] Replay restored from {path}: {len(replay):,} transitions, "
+        f"{path.stat().st_size / 2**20:,.0f} MB in {time.perf_counter() - t0:.1f} s; training goes on at once")
+    return True
+
+
+def save_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> None:
+    """The replay beside the final checkpoint (writers stopped), tagged with its step count."""
+    path = run_dir / snapshot.REPLAY_NAME
+    size, took = snapshot.save(replay, path, {"env": cfg.env, "frame_stack": cfg.env_options.frame_stack,
+                                              "env_steps": env_steps})
+    log(f"[MAIN] Replay saved to {path}: {len(replay):,} transitions, {size / 2**20:,.0f} MB in {took:.1f} s")

@@ -1,0 +1,36 @@
+"""Epoch statistics: the speed figures (shared with the benchmark) and the [MAIN] lines and
+metrics row an epoch's window becomes."""
+import pytest
+
+from pipeline.episodes import Episode
+from pipeline.epoch_stats import EpochEnd, EpochWindow, epoch_report, speed
+
+NS = 1_000_000_000
+
+
+def test_speed_gives_rates_and_shares():
+    r = speed(10.0, 1_000, 120, 9.0, {"env": 3 * NS, "act": 1 * NS, "queue_wait": 0, "throttle": 4 * NS})
+    assert (r["env_steps_per_s"], r["updates_per_s"], r["learner_busy"]) == (100.0, 12.0, 0.9)
+    assert r["collector_share"] == {"env": 0.375, "act": 0.125, "queue_wait": 0.0, "throttle": 0.5}
+
+
+def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
+    start = {"env": 0, "act": 0, "queue_wait": 0, "throttle": 0}
+    w = EpochWindow(t=100.0, env_steps=10_000, updates=500, collector_ns=start, consolidation_s=1.0)
+    for loss in (0.5, 0.3):
+        w.add_update({"loss": loss, "td_error": 2 * loss, "q_mean": 1.0})
+    w.update_s, w.idle_s = 15.0, 4.0
+    games = [Episode(ret=600.0 + 10 * i, length=200, x_pos=700.0 + 10 * i, flag=i == 19, env_steps=0, t=0.0)
+             for i in range(20)]
+    end = EpochEnd(epoch=3, t=120.0, env_steps=12_000, updates=740, consolidation_s=1.2, games=games,
+                   collector_ns={"env": 18 * NS, "act": 2 * NS, "queue_wait": 0, "throttle": 0},
+                   episodes_total=90, epsilon=0.5, buffer=12_000, drops=0, samples_trained=23_680, batch=32,
+                   mario=True, wall_s=3_725.0, eta="0:10:00")
+    lines, row = epoch_report(w, end)
+    assert lines[0] == ("[MAIN] Epoch 3 - Loss: 0.4000, TD Error: 0.8000, Reward: 695.00, Distance: 795.0, "
+                        "Epsilon: 0.500, Buffer: 12,000")
+    assert lines[1].startswith("[MAIN] Speed - 100 env steps/s, 12.00 updates/s, 384 samples/s | learner: update 75%, "
+                               "wait-batch 0%, idle 20% | consolidation 1% | collectors: env 90%, act 10%,")
+    assert "elapsed 1:02:05, ETA 0:10:00" in lines[1]
+    assert row["env_steps_per_s"] == 100.0 and row["learner_busy"] == 0.75 and row["q_mean"] == 1.0
+    assert row["distance_mean"] == 795.0 and row["flag_rate"] == pytest.approx(0.05)
