@@ -77,9 +77,6 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
             bad("track", f"needs the wandb package, which is not installed: {INSTALL}")
     if opts.reward_scale <= 0:
         bad("reward_scale", "must be positive (1 = raw rewards)")
-    if opts.clip_rewards and opts.reward_scale != 1.0:
-        bad("reward_scale", "has no effect while --clip-rewards is on (sign() comes after any scale); "
-                            "pass --clip-rewards false")
     if not 0 <= run.eval_epsilon <= 1:
         bad("eval_epsilon", "must be in [0, 1]")
     if not (0 <= col.eps_end <= 1 and 0 <= col.eps_start <= 1):
@@ -119,6 +116,11 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if not os.access(existing, os.W_OK | os.X_OK):
         bad("run_dir", f"cannot be written ({existing} is not writable by this user); choose a writable --run-dir")
     warnings = []
+    if opts.clip_rewards and opts.reward_scale != 1.0:
+        # a warning, not an error: the Mario preset scales its rewards, and --clip-rewards true
+        # over it is a valid choice that simply makes the scale moot
+        warnings.append(f"--reward-scale {opts.reward_scale:g} has no effect while --clip-rewards is on (sign() "
+                        "comes after any scale); pass --clip-rewards false to learn from scaled rewards")
     if lrn.amp and device == "cpu" and not hw.cpu_bf16:
         warnings.append("--amp on a CPU without native bf16 (no AVX-512 BF16 or AMX): bf16 is emulated and "
                         "each update runs ~10x slower than fp32; use --amp false")

@@ -112,7 +112,6 @@ def test_bad_input_stops_before_any_process_starts(tmp_path):
     ({"envs_per_collector": -2}, "--envs-per-collector -2: must be a positive integer"),
     ({"learning_starts": -1}, "--learning-starts -1: must be 0 or more"),
     ({"gamma": 1.5}, "--gamma 1.5: must be in (0, 1]"),
-    ({"reward_scale": 0.5}, "--reward-scale 0.5: has no effect while --clip-rewards is on"),
     ({"reward_scale": 0.0, "clip_rewards": False}, "--reward-scale 0.0: must be positive"),
     ({"eval_epsilon": 1.5}, "--eval-epsilon 1.5: must be in [0, 1]"),
     ({"eval_interval": -1}, "--eval-interval -1: must be 0 or more"),
@@ -200,3 +199,10 @@ def test_choices_live_in_the_fields_and_validation_reads_them():
         choices = FIELDS[name][1].metadata["choices"]
         with pytest.raises(ConfigError, match=f"choose {', '.join(choices[:-1])} or {choices[-1]}"):
             validate(Config().replace(**{name: value}), hw(2))
+
+
+def test_a_reward_scale_under_clipping_is_a_warning():
+    warnings = validate(Config().replace(reward_scale=0.5), hw(2))  # clip_rewards is on by default
+    assert any("--reward-scale 0.5 has no effect while --clip-rewards is on" in w for w in warnings)
+    mario, _, _ = build_config({"clip_rewards": True}, hw(2))  # over the Mario preset's scale
+    assert mario.env_options.reward_scale == 0.1 and any("--reward-scale" in w for w in validate(mario, hw(2)))
