@@ -194,11 +194,9 @@ FIELDS = _flat_fields()
 # Each profile lists only what it changes in the Config defaults. The replay ratio is never part
 # of a profile: a faster machine trains on more samples per second, not fewer per frame.
 PROFILES: dict[str, dict] = {
-    # 2-4 cores, no GPU (our developer and CI machines): the defaults' one collector, and a
-    # learner on every core (set in scale_profile): at Pong's pace the collector sleeps ~90% of
-    # the time, and two learner threads made 10% more updates/s than one in the pipeline (AMD
-    # EPYC, fp32). channels_last: oneDNN's convolutions run faster on NHWC (bf16 ~15% on AVX-512,
-    # fp32 ~35% on an AVX2 EPYC).
+    # 2-4 cores, no GPU: the defaults' one collector, a learner on every core (scale_profile; at
+    # Pong's pace the collector sleeps ~90% of the time, and 2 threads gave +10% updates/s on an
+    # AMD EPYC); NHWC convs run faster in oneDNN (bf16 ~15% on AVX-512, fp32 ~35% on AVX2).
     "cpu-small": dict(channels_last=True),
     "cpu-large": dict(buffer_size=200_000, channels_last=True),
     # GPU tiers: minimum (GTX 1060, 6 GB), recommended (RTX 3070, 8 GB+), optimal (RTX 4090 / A100).
