@@ -15,7 +15,7 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     short real run of ``env`` at the default replay ratio; the best becomes the autotuned
     profile of env's game family (config_optimized.autotuned_path), which the auto profile then
     prefers for that family only."""
-    from config_optimized import autotuned_path, pick_profile, scale_profile
+    from config_optimized import Config, autotuned_path, pick_profile, scale_profile
     from pipeline.hardware import detect_hardware
     from pipeline.record import write_json
     from presets import family_of
@@ -23,10 +23,13 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     hw = detect_hardware()
     base_name = pick_profile(hw)
     family = family_of(env)
-    best = {**scale_profile(base_name, hw, env), "learner_threads": 0}
     grid = [("num_collectors", [1] if quick else sorted({1, 2, max(1, hw.cores // 2)})),
             ("envs_per_collector", [8, 16] if quick else [4, 8, 16]),
             ("learner_threads", [0, hw.cores])]
+    # Profiles list only what differs from the defaults, so the searched knobs start from the
+    # defaults and the profile's own values on top.
+    defaults = Config().flat()
+    best = {**{k: defaults[k] for k, _ in grid}, **scale_profile(base_name, hw, env), "learner_threads": 0}
     trials, tried = [], {}
 
     def score(over):
