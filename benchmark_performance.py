@@ -12,6 +12,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --autotune            # writes ~/.config/fast-dqn/autotuned-atari.json
     python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --vs-baseline --json tts.json --plot tts.png
     python benchmark_performance.py --time-to-score --quick   # the catch game, a few minutes
+    python benchmark_performance.py --only ray [--ray-address HOST:PORT] [--ray-collectors N]  # Ray vs processes
 """
 from __future__ import annotations
 
@@ -39,10 +40,14 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
     ap.add_argument("--seconds", type=float, help="measured seconds per ladder row after learning starts")
-    ap.add_argument("--only", choices=["ladder", "components", "learner", "emulator"],
+    ap.add_argument("--only", choices=["ladder", "components", "learner", "emulator", "ray"],
                     help="run one part only (learner: updates/s alone vs in the pipeline at batch 32/64/128, "
                          "1 and 2 threads, and the share of the CPU's peak; emulator: Mario's NES emulator "
-                         "frames/s per core against each layer above it, up to a collector's rollout)")
+                         "frames/s per core against each layer above it, up to a collector's rollout; ray: "
+                         "collectors as Ray actors against collector processes, collection only)")
+    ap.add_argument("--ray-address", help="with --only ray: a running cluster (default: start a one-node one here)")
+    ap.add_argument("--ray-collectors", type=int, default=1,
+                    help="with --only ray: collectors per row, Ray actors and processes alike (default 1)")
     ap.add_argument("--rows", metavar="N,N", help="ladder rows to run, e.g. 4,8 (row 1, the baseline, always runs)")
     ap.add_argument("--profile", metavar="DIR", nargs="?", const="profiles",
                     help="instead: torch.profiler over learner and collector steps; traces go to DIR")
@@ -99,6 +104,12 @@ def main(argv=None) -> int:
     m = result["machine"]
     print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, GPU {m['gpu']}; "
           f"load average at start {m['load_avg_at_start']}", flush=True)
+    if args.only == "ray":
+        from bench.ray_rows import bench_ray
+
+        if args.ray_collectors < 1:
+            ap.error(f"--ray-collectors {args.ray_collectors}: must be 1 or more")
+        result["ray"] = bench_ray(seconds, args.env or "ALE/Pong-v5", args.ray_collectors, args.ray_address)
     if args.only == "learner":
         result["learner_grid"] = bench_learner_grid(seconds, nw)
         print_learner_grid(result["learner_grid"])
@@ -113,13 +124,13 @@ def main(argv=None) -> int:
                      "SuperMarioBros-W-S-v0 id")
         result["emulator"] = bench_emulator(env, nw, 1.0 if args.quick else 3.0)
         print_emulator(result["emulator"])
-    if args.only not in ("components", "learner", "emulator"):
+    if args.only not in ("components", "learner", "emulator", "ray"):
         result["rows"] = bench_ladder(seconds, args.quick, rows)
         print_ladder(result["rows"])
         if args.plot:
             plot_ladder(result["rows"], args.plot)
             print(f"\nLadder chart: {args.plot}")
-    if args.only not in ("ladder", "learner", "emulator"):
+    if args.only not in ("ladder", "learner", "emulator", "ray"):
         print("\nComponents ...", flush=True)
         torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
         c = result["components"]

@@ -60,6 +60,17 @@ class CollectorConfig:
     eps_start: float = doc("epsilon at the first step", 1.0)
     eps_end: float = doc("epsilon after the decay", 0.01)
     eps_decay_steps: int = doc("agent steps over which epsilon decays linearly", 100_000)
+    ray_address: str = doc("Ray cluster for remote collectors: host:port of its head, or auto (the one this "
+                           "machine belongs to); empty: no Ray", "")
+    ray_collectors: int = doc("collector actors started in the Ray cluster, beside the process collectors", 0)
+    ray_batch: int = doc("records a Ray collector sends per object-store batch (rounded to whole env steps)", 256)
+    ray_compress: bool = doc("zlib-compress each Ray batch's frames (fewer bytes on the wire, more CPU on both ends)",
+                             False)
+
+    @property
+    def total_collectors(self) -> int:
+        """Process collectors and Ray collectors: each owns envs_per_collector replay streams."""
+        return self.num_collectors + self.ray_collectors
 
 
 @dataclass

@@ -100,10 +100,7 @@ def run_collector(index: int, spec: CollectorSpec, ring_name: str, control_name:
                   parent_pid: int, errors, launch: int = 0) -> None:
     """``launch`` numbers this start among every collector start of the run, resumes included,
     so no two starts play the same env seeds and exploration draws."""
-    # One thread per collector: N collectors + the learner already fill the cores, and BLAS
-    # threads inside a 1..M-sample forward pass only add contention.
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = "1"
+    use_one_core()
     try:
         _collect(index, spec, ring_name, control_name, n_weights, parent_pid, launch)
     except KeyboardInterrupt:
@@ -116,12 +113,47 @@ def run_collector(index: int, spec: CollectorSpec, ring_name: str, control_name:
         raise SystemExit(1)
 
 
-def _one_cv2_thread() -> None:
-    """A collector owns one core: cv2's own thread pool (Mario's gray/resize) would only fight
-    the learner for the others."""
+def use_one_core() -> None:
+    """A collector owns one core: N collectors + the learner already fill the cores, and BLAS or
+    cv2 threads inside a 1..M-sample forward pass (or Mario's gray/resize) only add contention."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
     import cv2
+    import torch
 
+    torch.set_num_threads(1)
     cv2.setNumThreads(1)
+
+
+def make_envs_and_policy(spec: CollectorSpec):
+    """The collector's batch of envs and the network it acts with (weights still to load)."""
+    from models import build_model
+    from wrappers import BatchedEnv
+
+    env = BatchedEnv(spec.env, spec.env_options, spec.collectors.envs_per_collector)
+    model = build_model(spec.model_arch, spec.env_options.frame_stack, env.n_actions, spec.dueling).eval()
+    return env, model
+
+
+def make_rollout(spec: CollectorSpec, env, model, seed: int):
+    from .rollout import Rollout
+
+    opts = spec.env_options
+    return Rollout(env, model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale)
+
+
+class Exploration:
+    """The epsilon a collector acts with: one schedule over the run's agent steps, or with
+    --apex-epsilon a fixed epsilon per env, spread over the envs of every collector (process and
+    Ray collectors alike, ``index`` numbering them all)."""
+
+    def __init__(self, c: CollectorConfig, index: int):
+        self.c = c
+        M = c.envs_per_collector
+        self.fixed = apex_epsilons(c.total_collectors * M, index * M, M) if c.apex_epsilon else None
+
+    def epsilon(self, global_steps: int):
+        return self.fixed if self.fixed is not None else epsilon_schedule(self.c, global_steps)
 
 
 def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, parent_pid, launch):
@@ -129,31 +161,22 @@ def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, par
 
     import torch
 
-    from models import build_model
-    from wrappers import BatchedEnv
-
     from .control import ControlBlock
     from .ring import Ring
-    from .rollout import Rollout
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
-    torch.set_num_threads(1)
-    _one_cv2_thread()
-    c, opts = spec.collectors, spec.env_options
-    M, k = c.envs_per_collector, opts.frame_stack
+    c = spec.collectors
     ring = Ring.attach(ring_name, c.queue_capacity)
     control = ControlBlock.attach(control_name, n_weights)
-    env = BatchedEnv(spec.env, opts, M)
-    seed = collector_seed(spec.seed, index, launch)
-    model = build_model(spec.model_arch, k, env.n_actions, spec.dueling).eval()
+    env, model = make_envs_and_policy(spec)
     scratch = torch.empty(n_weights)
     while not control.load_if_new(model, scratch):  # act only with the learner's weights
         if control.stop or os.getppid() != parent_pid:
             return
         time.sleep(0.01)
 
-    rollout = Rollout(env, model, k, opts.clip_rewards, seed, opts.reward_scale)
-    fixed_eps = apex_epsilons(c.num_collectors * M, index * M, M) if c.apex_epsilon else None
+    rollout = make_rollout(spec, env, model, collector_seed(spec.seed, index, launch))
+    exploration = Exploration(c, index)
     block = ring.block
     publisher = Publisher(ring, rollout, c.drop_when_full, lambda: control.stop)
 
@@ -164,9 +187,8 @@ def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, par
         if block.held_back():  # replay-ratio throttle: the learner is behind
             block.wait_for_allowance(lambda: control.stop or os.getppid() != parent_pid)
             continue
-        eps = fixed_eps if fixed_eps is not None else epsilon_schedule(c, control.global_steps)
         act_ns, step_ns = rollout.act_ns, rollout.step_ns
-        frames, fields, live, _ = rollout.step(eps)
+        frames, fields, live, _ = rollout.step(exploration.epsilon(control.global_steps))
         publisher.publish(frames, fields, live)
         block.played += live
         block.act_ns += rollout.act_ns - act_ns

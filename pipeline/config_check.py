@@ -42,7 +42,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         check_env_id(cfg.env)
     except UnknownEnvError as e:
         raise ConfigError(str(e)) from None
-    positive = ["total_steps", "frame_stack", "frame_skip", "num_collectors", "envs_per_collector", "queue_capacity",
+    positive = ["total_steps", "frame_stack", "frame_skip", "envs_per_collector", "queue_capacity", "ray_batch",
                 "consolidation_batch", "model_update_frequency", "buffer_size", "n_step", "batch_size",
                 "grad_accum_steps", "target_update_interval", "checkpoint_interval", "epoch_steps", "prefetch_batches",
                 "eval_episodes"]
@@ -50,9 +50,22 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         if cfg.get(name) <= 0:
             bad(name, "must be a positive integer")
     for name in ["noop_max", "learning_starts", "max_collector_restarts", "eps_decay_steps", "learner_threads",
-                 "eval_interval"]:
+                 "eval_interval", "num_collectors", "ray_collectors"]:
         if cfg.get(name) < 0:
             bad(name, "must be 0 or more")
+    if col.total_collectors == 0:
+        bad("num_collectors", "leaves no collector (and --ray-collectors is 0); use --num-collectors 1 or more")
+    if col.ray_collectors and not col.ray_address:
+        bad("ray_collectors", "needs a cluster to start them in: add --ray-address HOST:PORT (or auto)")
+    if col.ray_address and not col.ray_collectors:
+        bad("ray_address", "starts no remote collector while --ray-collectors is 0; add --ray-collectors N")
+    if col.ray_collectors:
+        from .ray_cluster import RayClusterError, check_reachable
+
+        try:
+            check_reachable(col.ray_address)
+        except RayClusterError as e:
+            bad("ray_address", str(e))
     if cfg.device == "cuda" and not hw.cuda:
         bad("device", "CUDA is not available on this machine; use --device cpu (or auto)")
     if cfg.device == "mps" and not hw.mps:
@@ -89,7 +102,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
     if lrn.batch_size > rep.buffer_size:
         bad("batch_size", f"is larger than --buffer-size {rep.buffer_size}; lower the batch or raise the buffer")
-    total_envs = col.num_collectors * col.envs_per_collector
+    total_envs = col.total_collectors * col.envs_per_collector
     per_env = rep.buffer_size // total_envs
     if per_env < opts.frame_stack + rep.n_step + 2:
         bad("buffer_size", f"gives {per_env} slots to each of {total_envs} envs; need at least "

@@ -13,9 +13,11 @@ from .transition import is_agent_step
 
 
 class Consolidator(threading.Thread):
-    def __init__(self, rings, replay, max_batch: int, log, log_interval: float):
+    def __init__(self, rings, replay, max_batch: int, log, log_interval: float, remote=None):
+        """``remote``: the Ray collectors' intake (``RayCollectors``), whose batches go into the
+        replay like ring records, after the rings' collectors in stream order."""
         super().__init__(name="consolidator", daemon=True)
-        self.rings, self.replay, self.max_batch = rings, replay, max_batch
+        self.rings, self.replay, self.max_batch, self.remote = rings, replay, max_batch, remote
         self.log, self.log_interval = log, log_interval
         self.stop_event = threading.Event()
         self.processed = 0      # records moved
@@ -40,7 +42,8 @@ class Consolidator(threading.Thread):
         return sink
 
     def pending(self) -> int:
-        return sum(len(r) for r in self.rings)
+        """Agent steps (records, for rings) played but not yet in the replay."""
+        return sum(len(r) for r in self.rings) + (self.remote.pending() if self.remote else 0)
 
     def dropped_steps(self) -> int:
         """Agent steps whose records a full ring dropped (--drop-when-full): played, not stored."""
@@ -57,6 +60,9 @@ class Consolidator(threading.Thread):
             if n:
                 self.batches += 1
                 moved += n
+        if self.remote is not None and (n := self.remote.drain(self._sink)):
+            self.batches += 1
+            moved += n
         if moved:
             self.busy_s += time.perf_counter() - t0
         return moved

@@ -15,6 +15,7 @@ from . import shm
 from .hardware import Hardware
 from .learner import TrainingDiverged
 from .metrics import METRICS_NAME, read_jsonl
+from .ray_cluster import RayClusterError
 from .replay import snapshot
 from .run_folder import clear_run, link_latest
 from .runlog import RunLog
@@ -52,7 +53,7 @@ def open_run(cfg: Config) -> RunLog:
 # Failures a user can fix; each ends the run with one "[MAIN] Error: ..." line and exit code 1.
 # The first two mean the weights cannot be trusted or were never loaded: no final save.
 NO_SAVE_ERRORS = (TrainingDiverged, ckpt.CheckpointError, snapshot.ReplayFileError)
-RUN_ERRORS = (*NO_SAVE_ERRORS, CollectorsFailed, shm.ShmError, TrackingError)
+RUN_ERRORS = (*NO_SAVE_ERRORS, CollectorsFailed, shm.ShmError, TrackingError, RayClusterError)
 
 
 def train_run(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> TrainResult:

@@ -1,6 +1,8 @@
 """Collector supervision (the learner process's view of its rollout workers): starts each
 collector process with a seed of its own, notices one that died, reports why (its traceback
 when it raised) and restarts it within the run's restart budget, and stops them all in order.
+Ray collectors share that budget: Ray restarts them, and this reports each failure the intake
+saw, with the node the actor ran on.
 """
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ class CollectorsFailed(RuntimeError):
 
 
 class Collectors:
-    def __init__(self, ctx, cfg, ring_names: list[str], control_name: str, n_weights: int, log, launches: int = 0):
+    def __init__(self, ctx, cfg, ring_names: list[str], control_name: str, n_weights: int, log, launches: int = 0,
+                 remote=None):
         """``launches``: collector starts before this process (a resumed run's), so no two starts
-        of the run play the same env seeds and exploration draws."""
-        self.ctx, self.cfg, self.log = ctx, cfg, log
+        of the run play the same env seeds and exploration draws. ``remote``: the Ray
+        collectors' intake (``RayCollectors``), or None."""
+        self.ctx, self.cfg, self.log, self.remote = ctx, cfg, log, remote
         self.ring_names, self.control_name, self.n_weights = ring_names, control_name, n_weights
         self.spec = CollectorSpec.of(cfg)
         self.errors = ctx.Queue()
@@ -63,12 +67,28 @@ class Collectors:
                 pass
             how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
             self.log(f"[MAIN] Collector {i} {how}.{detail}")
-            if self.restarts >= limit:
-                raise CollectorsFailed(f"collector {i} failed and the restart budget (--max-collector-restarts "
-                                       f"{limit}) is spent; see the traceback above")
-            self.restarts += 1
+            self._spend_restart(f"collector {i}")
             self.log(f"[MAIN] Restarting collector {i} (restart {self.restarts}/{limit})")
             self._start(i)
+        if self.remote is None:
+            return
+        if self.remote.error:
+            from .ray_cluster import RayClusterError
+
+            if isinstance(self.remote.error, RayClusterError):  # one line for the user: the message says it all
+                raise self.remote.error
+            raise RuntimeError("the Ray intake thread failed") from self.remote.error
+        for index, node, reason in self.remote.deaths():
+            self.log(f"[MAIN] Ray collector {index} on {node} {reason}.")
+            self._spend_restart(f"Ray collector {index}")
+            self.log(f"[MAIN] Ray restarts collector {index} with new envs (restart {self.restarts}/{limit})")
+
+    def _spend_restart(self, who: str) -> None:
+        limit = self.cfg.collectors.max_collector_restarts
+        if self.restarts >= limit:
+            raise CollectorsFailed(f"{who} failed and the restart budget (--max-collector-restarts {limit}) is spent; "
+                                   "see the report above")
+        self.restarts += 1
 
     def join(self) -> None:
         """Wait for every collector to leave (after the control block's stop flag), killing any

@@ -64,6 +64,7 @@ class Trainer:
         self.rings: list[Ring] = []
         self.control: ControlBlock | None = None
         self.collectors: Collectors | None = None
+        self.remote = None  # RayCollectors with --ray-collectors (Ray is imported only then)
         self.consolidator: Consolidator | None = None
         self.prefetcher: Prefetcher | None = None
         self.evals: PeriodicEval | None = None
@@ -94,7 +95,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.n_actions = count_actions(cfg.env, cfg.env_options)  # also proves the env builds here
         self.learner = Learner(cfg.learner, cfg.env_options.frame_stack, self.n_actions, self.device)
-        self.replay = Replay(rep.buffer_size, col.num_collectors, col.envs_per_collector, cfg.env_options.frame_stack,
+        self.replay = Replay(rep.buffer_size, col.total_collectors, col.envs_per_collector, cfg.env_options.frame_stack,
                              rep.n_step, rep.gamma, rep.prioritized, rep.per_alpha, rep.per_beta, seed=cfg.seed)
         # where the run stood before this process, and the agent steps into the replay before training (again)
         before, self.refill_steps = (resume(self.run_dir, cfg, self.n_actions, self.learner, self.replay, self.log)
@@ -117,16 +118,20 @@ class Trainer:
         self.n_weights = flat_size(self.learner.model)
         self.control = ControlBlock.create(self.n_weights)
         self.control.global_steps = self.base_steps
-        self.control.publish(self.learner.model)
+        if col.ray_collectors:  # first: a cluster that cannot take them stops the run before any process starts
+            from .ray_intake import RayCollectors
+
+            self.remote = RayCollectors(cfg, self.n_weights, lambda: self.control.global_steps, self.log, self.launches)
+        self.publish()  # collectors act only with the learner's weights
         for i in range(col.num_collectors):  # one by one: release() frees the ones made if one fails
             self.rings.append(Ring.create(f"ring{i}", col.queue_capacity))
         self.collectors = Collectors(mp.get_context(col.start_method), cfg, [r.name for r in self.rings],
-                                     self.control.name, self.n_weights, self.log, self.launches)
+                                     self.control.name, self.n_weights, self.log, self.launches, self.remote)
         self.consolidator = Consolidator(self.rings, self.replay, rep.consolidation_batch, self.log,
-                                         run.processor_log_interval)
+                                         run.processor_log_interval, self.remote)
         self.prefetcher = Prefetcher(self.replay, self.learner, lrn.batch_size, rep.prefetch_batches)
         self.ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, self.base_steps + self.refill_steps,
-                                 col.num_collectors * col.envs_per_collector)
+                                 col.total_collectors * col.envs_per_collector)
         self.samples_trained_run = 0  # samples trained by this process (the replay ratio counts from its start)
         self.update_s_total = 0.0     # seconds inside learner.update, for outside observers (benchmark)
         self.log(f"[MAIN] {cfg.env}: {self.n_actions} actions, device {self.device}, profile {cfg.profile}, "
@@ -144,17 +149,29 @@ class Trainer:
         """Agent steps played: the ones that reached the replay, and the ones a full ring dropped."""
         return self.base_steps + self.consolidator.env_steps + self.consolidator.dropped_steps()
 
+    def blocks(self) -> list:
+        """Each collector's counters and allowance: the rings' blocks, then the Ray collectors'."""
+        return [r.block for r in self.rings] + ([s.block for s in self.remote.sources] if self.remote else [])
+
     def _set_allowance(self, steps: int) -> None:
         """Hold collectors back when the learner falls behind the replay ratio."""
         headroom = self.ratio.allowance(steps, self.samples_trained_run, self.consolidator.pending())
-        for ring in self.rings:
-            ring.block.allow(headroom)
+        for block in self.blocks():
+            block.allow(headroom)
+
+    def publish(self) -> None:
+        """The learner's weights to every collector: shared memory, and the object store for Ray's."""
+        self.control.publish(self.learner.model)
+        if self.remote is not None:
+            self.remote.publish(self.learner.model)
 
     # ------------------------------------------------------------------ main loop
     def train(self) -> int:
         cfg = self.cfg
         t_start = self.t_start  # time to score is what a user waits: set-up counts
         self.consolidator.start()
+        if self.remote is not None:
+            self.remote.start()
         spu = cfg.learner.effective_batch
         next_epoch = (self.env_steps() // cfg.run.epoch_steps + 1) * cfg.run.epoch_steps
         window = self._new_window(t_start)
@@ -216,7 +233,7 @@ class Trainer:
             window.add_update(out)
             u = self.learner.updates
             if u % cfg.collectors.model_update_frequency == 0:
-                self.control.publish(self.learner.model)
+                self.publish()
             if u % cfg.run.checkpoint_interval == 0:
                 self.save_checkpoint()
         return 0
@@ -239,7 +256,7 @@ class Trainer:
     # ------------------------------------------------------------------ logs
     def collector_time_ns(self) -> dict:
         """Collector time by activity, summed over collectors (env, act, queue_wait, throttle)."""
-        per = [r.block.timings_ns() for r in self.rings]
+        per = [b.timings_ns() for b in self.blocks()]
         return {k: sum(t[k] for t in per) for k in ("env", "act", "queue_wait", "throttle")}
 
     def _new_window(self, t: float) -> EpochWindow:
@@ -296,6 +313,8 @@ class Trainer:
             self.control.request_stop()
         if self.collectors is not None:
             self.collectors.join()
+        if self.remote is not None:
+            self.remote.stop()
         for t in (self.consolidator, self.prefetcher):
             if t is not None and t.is_alive():
                 t.stop_event.set()
@@ -313,8 +332,10 @@ class Trainer:
             self.control.close()
         if self.collectors is not None:
             self.collectors.close()
+        if self.remote is not None:
+            self.remote.close()
         for f in (self.metrics, self.tracker, self.episodes_file):
             if f is not None:
                 f.close()
-        self.rings, self.control, self.collectors = [], None, None
+        self.rings, self.control, self.collectors, self.remote = [], None, None, None
         self.metrics = self.tracker = self.episodes_file = None

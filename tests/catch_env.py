@@ -4,9 +4,13 @@ pipeline a real game does, and small enough that a DQN learns it in a minute on 
 
 Importing this module registers ``Catch-v0`` (used as ``--env tests.catch_env:Catch-v0``) and
 ``CatchCrash-v0`` (raises inside ``step`` after 400 steps) and ``CatchNaN-v0`` (rewards turn
-NaN after 600 steps), for fault tests.
+NaN after 600 steps), for fault tests, and ``CountingCatch-v0``, whose frames carry the env
+instance's id and the number of its observation (``stamp``), so a test can read from the replay
+whether every stream's records arrived exactly once and in order.
 """
 from __future__ import annotations
+
+import os
 
 import gymnasium as gym
 import numpy as np
@@ -55,6 +59,30 @@ class Catch(gym.Env):
         return np.repeat(self.frame[..., None], 3, axis=2)
 
 
+class CountingCatch(Catch):
+    """Catch whose every observation is stamped in its top row's first 8 pixels: a random id of
+    this env instance (4 bytes) and the observation's number in the instance's life (4 bytes,
+    counting resets and steps alike)."""
+
+    def __init__(self, render_mode: str | None = None):
+        super().__init__(render_mode)
+        self.uid = int.from_bytes(os.urandom(4), "little") | 1  # never 0, so a blank frame reads as no stamp
+        self.count = 0
+
+    def _draw(self) -> np.ndarray:
+        frame = super()._draw()
+        frame[0, :8] = np.frombuffer(np.array([self.uid, self.count], "<u4").tobytes(), np.uint8)
+        self.count += 1
+        return frame
+
+
+def stamp(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(instance ids, observation numbers) of CountingCatch frames [..., 84, 84]."""
+    words = np.ascontiguousarray(frames[..., 0, :8]).view("<u4")
+    return words[..., 0], words[..., 1]
+
+
 gym.register("Catch-v0", entry_point=Catch)
+gym.register("CountingCatch-v0", entry_point=CountingCatch)
 gym.register("CatchCrash-v0", entry_point=Catch, kwargs={"crash_after": 400})
 gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 600})

@@ -1,0 +1,275 @@
+"""Ray collectors, seen from the learner: starts the actors in the cluster, keeps each fed with
+requests while the replay ratio allows, and hands their batches to the consolidation thread
+as if they came from a ring.
+
+The intake thread (one per learner) is the only place that talks to the actors: it tops up
+each actor's requests (at most ``IN_FLIGHT``; the next waits in Ray's queue while the actor
+plays, so it never idles on a round trip), waits on the oldest request of each, and queues
+the finished batches per actor. The consolidation thread drains those queues into the same
+replay writer as the rings, with stream ids after the process collectors' (actor r is
+collector ``num_collectors + r``), so frame stacks and n-step returns stay per stream.
+
+Faults: an actor that dies is restarted by Ray (``max_restarts``), reported with the node it
+ran on, and counted against the run's restart budget by the supervisor. Requests run at most
+once (``max_task_retries=0``): the ones in flight at the death fail, and a request sent while
+Ray restarts the actor would fail too, so the intake probes the actor (``where``) until it
+answers and only then sends requests again. Its streams start again: the requests after a
+death carry a new ``launch``, the actor builds new envs for it (every stream's next record is
+FIRST), and batches of an older launch are dropped whole, so no record is torn or delivered
+twice. The actors are owned by this process (never detached),
+so Ray stops them when it exits, however it exits.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+
+import torch
+
+from config_optimized import Config
+from models.weights import write_flat
+
+from . import ray_cluster
+from .collector import CollectorSpec
+from .remote_collector import Batch, RemoteCollector, Request
+
+IN_FLIGHT = 2      # requests queued per actor: one playing, one waiting behind it
+START_TIMEOUT_S = 120
+PROBE_EVERY_S = 0.5  # while Ray restarts an actor, how often to ask whether it is back
+
+
+class RemoteBlock:
+    """The learner's counters for one Ray collector, with a ring block's names and ``allow``."""
+
+    def __init__(self):
+        self.played = 0         # agent steps requested, corrected to the steps played when a batch returns
+        self.allowed = 0        # ``played`` may reach this before the next request waits (learner)
+        self.drops = 0          # Ray batches are never dropped; 0, like a ring that never was full
+        self.dropped_steps = 0
+        self.env_ns = self.act_ns = self.throttle_ns = 0
+        self.bytes = 0          # batch bytes received (frames and fields)
+        self.records = 0
+
+    def allow(self, steps: int) -> None:
+        self.allowed = self.played + steps
+
+    def held_back(self) -> bool:
+        return self.played >= self.allowed
+
+    def timings_ns(self) -> dict[str, int]:
+        # The actor's idle time between requests: the learner held its next request back.
+        return {"env": self.env_ns, "act": self.act_ns, "queue_wait": 0, "throttle": self.throttle_ns}
+
+
+class RemoteSource:
+    """One actor, its requests in flight (oldest first) and its batches not yet consolidated."""
+
+    def __init__(self, actor, index: int, node: str):
+        self.actor, self.index, self.node = actor, index, node
+        self.block = RemoteBlock()
+        self.launch = 0
+        self.down_since: float | None = None  # when Ray began restarting the actor (None: up)
+        self.probe = None                     # a ``where`` request asking whether it is back
+        self.last_probe = 0.0
+        # Each counter has one writer, so other threads read them without a lock.
+        self.in_flight: collections.deque = collections.deque()  # (ref, launch, requested steps): intake thread only
+        self.in_flight_steps = 0                                 # their requested steps (intake thread)
+        self.ready: collections.deque = collections.deque()      # (frames, fields) for the consolidator
+        self.queued = 0                                          # records put into ``ready`` (intake thread)
+        self.taken = 0                                           # records taken from it (consolidation thread)
+
+    def pending(self) -> int:
+        """Agent steps requested or played that the consolidator has not taken yet."""
+        return self.in_flight_steps + self.queued - self.taken
+
+
+class RayCollectors:
+    def __init__(self, cfg: Config, n_weights: int, global_steps, log, launch_base: int = 0):
+        """``global_steps()``: the run's agent steps (epsilon); ``launch_base``: collector starts
+        before this process, so a resumed run's actors play new seeds."""
+        import ray
+
+        col = cfg.collectors
+        self.log, self.global_steps, self.n_weights = log, global_steps, n_weights
+        self.envs_per_collector = col.envs_per_collector
+        self.steps_per_request = max(1, col.ray_batch // col.envs_per_collector)
+        self.flat = torch.empty(n_weights)
+        self.weights: tuple[int, list] = (0, [None])
+        self.deaths_seen: collections.deque = collections.deque()  # (index, node, message) for the supervisor
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+        self.launch_base = launch_base
+        self.sources: list[RemoteSource] = []
+        info = ray_cluster.connect(col.ray_address)
+        try:
+            free = int(ray.available_resources().get("CPU", 0))
+            if free < col.ray_collectors:
+                raise ray_cluster.RayClusterError(
+                    f"the Ray cluster at {info['head']} has {free} free CPUs for --ray-collectors {col.ray_collectors} "
+                    f"(each takes one); add nodes or lower --ray-collectors")
+            actor_cls = ray.remote(num_cpus=1, max_restarts=col.max_collector_restarts, max_task_retries=0,
+                                   scheduling_strategy="SPREAD")(RemoteCollector)
+            spec = CollectorSpec.of(cfg)
+            actors = [actor_cls.remote(col.num_collectors + r, spec, col.ray_compress) for r in range(col.ray_collectors)]
+            try:
+                nodes = ray.get([a.where.remote() for a in actors], timeout=START_TIMEOUT_S)
+            except ray.exceptions.GetTimeoutError:
+                for a in actors:
+                    ray.kill(a, no_restart=True)
+                raise ray_cluster.RayClusterError(
+                    f"{col.ray_collectors} Ray collectors did not start within {START_TIMEOUT_S} s on the cluster at "
+                    f"{info['head']}; `ray status` shows what it is waiting for") from None
+            except ray.exceptions.RayError as e:
+                raise ray_cluster.RayClusterError(
+                    f"a Ray collector could not start ({_reason(e)}); every node needs this project and its "
+                    "packages installed in the same Python version (pip install -e '.[ray]')") from None
+            self.sources = [RemoteSource(a, col.num_collectors + r, n) for r, (a, n) in enumerate(zip(actors, nodes))]
+        except BaseException:  # the trainer never saw this object: leave the cluster here
+            ray_cluster.disconnect()
+            raise
+        self.thread = threading.Thread(target=self._run, name="ray-intake", daemon=True)
+        log(f"[MAIN] Ray cluster {info['head']}: {info['nodes']} node(s), {info['cpus']} CPUs; "
+            f"{len(actors)} Ray collector(s) x {col.envs_per_collector} envs, "
+            f"{self.steps_per_request * col.envs_per_collector} records per batch"
+            f"{', zlib frames' if col.ray_compress else ''}: " + "; ".join(nodes))
+
+    # ------------------------------------------------------------------ learner side
+    def publish(self, model: torch.nn.Module) -> None:
+        """One object-store copy of the weights per publish; actors fetch it when the version
+        they hold is older."""
+        import ray
+
+        write_flat(model, self.flat)
+        version = self.weights[0] + 1
+        self.weights = (version, [ray.put(self.flat.numpy().copy())])
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def pending(self) -> int:
+        return sum(s.pending() for s in self.sources)
+
+    def drain(self, sink_for) -> int:
+        """Hand every consolidated-yet batch to ``sink_for(collector index)(frames, fields)``."""
+        moved = 0
+        for src in self.sources:
+            while src.ready:
+                frames, fields = src.ready.popleft()
+                sink_for(src.index)(frames, fields)
+                src.taken += len(frames)
+                moved += len(frames)
+        return moved
+
+    def deaths(self) -> list[tuple[int, str, str]]:
+        out = []
+        while self.deaths_seen:
+            out.append(self.deaths_seen.popleft())
+        return out
+
+    # ------------------------------------------------------------------ intake thread
+    def _request(self, src: RemoteSource) -> None:
+        version, ref = self.weights
+        launch = self.launch_base + src.launch
+        req = Request(self.steps_per_request, self.global_steps(), launch, version, ref)
+        n = self.steps_per_request * self.envs_per_collector  # at most; corrected when the batch returns
+        src.in_flight.append((src.actor.collect.remote(req), src.launch, n))
+        src.in_flight_steps += n
+        src.block.played += n
+
+    def _run(self) -> None:
+        import ray
+
+        try:
+            while not self.stop_event.is_set():
+                for src in self.sources:
+                    if src.down_since is not None:
+                        self._probe(src)
+                        continue
+                    while len(src.in_flight) < IN_FLIGHT and not src.block.held_back():
+                        self._request(src)
+                heads = {src.in_flight[0][0]: src for src in self.sources if src.in_flight}
+                if not heads:
+                    time.sleep(0.001)
+                    continue
+                ready, _ = ray.wait(list(heads), num_returns=1, timeout=0.01)
+                for ref in ready:
+                    self._receive(heads[ref])
+        except BaseException as e:  # surfaced by the trainer's health check
+            self.error = e
+
+    def _receive(self, src: RemoteSource) -> None:
+        import ray
+
+        ref, launch, requested = src.in_flight.popleft()
+        src.in_flight_steps -= requested
+        try:
+            batch: Batch = ray.get(ref)
+        except ray.exceptions.RayError as e:  # the actor died, or its envs raised (it lives on)
+            src.block.played -= requested
+            if launch == src.launch:  # the first failure of this start
+                src.launch += 1
+                self.deaths_seen.append((src.index, src.node, _reason(e)))
+                if isinstance(e, ray.exceptions.RayActorError):  # the process is gone: Ray restarts it
+                    src.down_since, src.probe = time.monotonic(), None
+            return
+        src.block.played += batch.live - requested
+        if launch != src.launch:  # a batch of a start that failed since: its streams ended
+            return
+        frames = batch.frames_array()
+        src.block.env_ns += batch.env_ns
+        src.block.act_ns += batch.act_ns
+        src.block.throttle_ns += batch.idle_ns
+        src.block.bytes += batch.nbytes()
+        src.block.records += len(frames)
+        if batch.node != src.node:
+            src.node = batch.node
+        src.ready.append((frames, batch.fields))
+        src.queued += len(frames)
+
+    def _probe(self, src: RemoteSource) -> None:
+        """Ask a restarting actor whether it is back; give up after START_TIMEOUT_S."""
+        import ray
+
+        now = time.monotonic()
+        if src.probe is None:
+            if now - src.last_probe >= PROBE_EVERY_S:
+                src.probe, src.last_probe = src.actor.where.remote(), now
+            return
+        ready, _ = ray.wait([src.probe], timeout=0)
+        if not ready:
+            return
+        try:
+            src.node = ray.get(src.probe)
+            src.down_since = None
+        except ray.exceptions.RayError:
+            if now - src.down_since > START_TIMEOUT_S:
+                raise ray_cluster.RayClusterError(
+                    f"Ray collector {src.index} did not come back within {START_TIMEOUT_S} s of its failure; "
+                    "`ray status` shows whether the cluster has a free CPU for it") from None
+        src.probe = None
+
+    # ------------------------------------------------------------------ shutdown
+    def stop(self) -> None:
+        """Stop the intake and the actors (Ray would also stop them when this process exits)."""
+        import ray
+
+        self.stop_event.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=5)
+        for src in self.sources:
+            try:
+                ray.kill(src.actor, no_restart=True)
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        ray_cluster.disconnect()
+
+
+def _reason(e: BaseException) -> str:
+    cause = getattr(e, "cause", None)  # RayTaskError: what the actor's code raised
+    if isinstance(cause, BaseException):
+        return f"raised {type(cause).__name__}: {cause}"
+    lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+    return f"died ({type(e).__name__}: {lines[0] if lines else ''})"

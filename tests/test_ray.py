@@ -1,0 +1,198 @@
+"""Ray collectors against a real two-node Ray cluster started on this machine (a head and a
+worker node, one CPU each), driven through mario_rl_optimized.py as a user would: records
+arrive exactly once per stream and in order, the replay ratio holds, a killed actor is reported
+with its node and restarted by Ray, the catch game is learned, and nothing is left running.
+The cluster is stopped afterwards. Bad addresses are refused before anything starts."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.catch_env import stamp
+from tests.proc_utils import CATCH, ROOT, check_clean, run, start
+
+pytestmark = pytest.mark.ray
+
+RAY = str(Path(sys.executable).parent / "ray")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ray_processes() -> list[str]:
+    """Command lines of Ray's processes on this machine (raylets, GCS, workers, actors)."""
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "raylet" in cmd or "gcs_server" in cmd or cmd.startswith("ray::") or "default_worker.py" in cmd:
+            out.append(f"{d.name}: {cmd[:120]}")
+    return out
+
+
+def _actor_processes() -> list[str]:
+    return [p for p in _ray_processes() if "RemoteCollector" in p]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """``ray start --head`` plus ``ray start --address`` (a second node), one CPU each; workers
+    import the project from the repository (PYTHONPATH), as an installed project would."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+    common = ["--num-cpus=1", "--disable-usage-stats"]
+    try:
+        subprocess.run([RAY, "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
+                       env=env, check=True, capture_output=True, timeout=180, cwd=ROOT)
+        subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", *common],
+                       env=env, check=True, capture_output=True, timeout=180, cwd=ROOT)
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        deadline = time.monotonic() + 30
+        while _ray_processes() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _ray_processes(), _ray_processes()
+
+
+def _streams(run_dir: Path):
+    data = np.load(run_dir / "replay.npz")
+    return data["frames"], data["written"], data["pos"]
+
+
+def _check_exactly_once_in_order(frames, written, pos):
+    """Each stream's records, oldest first, are runs of one env instance each with observation
+    numbers counting up by one (a new instance starts a new run: a restarted collector); no
+    instance appears in two runs or two streams."""
+    seen = {}
+    L = frames.shape[1]
+    for s in range(len(written)):
+        n = int(written[s])
+        assert n > 0, f"stream {s} is empty"
+        order = np.arange(n) if n <= L else (int(pos[s]) + np.arange(L)) % L  # a full stream wraps at pos
+        ids, counts = stamp(frames[s, order])
+        breaks = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+        for run_ids, run_counts in zip(np.split(ids, breaks), np.split(counts, breaks)):
+            uid = int(run_ids[0])
+            assert uid != 0, f"stream {s}: a record without a stamp"
+            assert uid not in seen, f"env instance {uid} appears in stream {seen[uid]} and again in stream {s}"
+            seen[uid] = s
+            steps = np.diff(run_counts.astype(np.int64))
+            assert (steps == 1).all(), f"stream {s}: observation numbers {run_counts[:50]} skip or repeat"
+
+
+def test_plain_run_never_imports_ray():
+    code = ("import sys, mario_rl_optimized, pipeline.run, pipeline.trainer, pipeline.config_layers; "
+            "assert 'ray' not in sys.modules, 'ray imported'")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--ray-address", "127.0.0.1:1", "--ray-collectors", "1"], "--ray-address '127.0.0.1:1': cannot reach the Ray head"),
+    (["--ray-collectors", "1"], "--ray-collectors 1: needs a cluster to start them in"),
+    (["--ray-address", "127.0.0.1:1"], "--ray-address '127.0.0.1:1': starts no remote collector"),
+    (["--ray-address", "no-port-here", "--ray-collectors", "1"], "--ray-address 'no-port-here'"),
+])
+def test_bad_ray_options_are_one_line_before_anything_starts(tmp_path, args, expected):
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "mario_rl_optimized.py", *CATCH, *args, "--run-dir", str(tmp_path / "r")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and expected in out.stderr, out.stderr
+    assert not (tmp_path / "r").exists()
+    assert time.monotonic() - t0 < 60
+
+
+def test_catch_through_ray_actors_exactly_once_in_order_with_a_killed_actor(cluster, tmp_path):
+    """One process collector and two Ray collectors (one per node); one actor is killed mid-run."""
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    args = [*CATCH, "--env", "tests.catch_env:CountingCatch-v0", "--run-dir", str(run_dir), "--total-steps", "14000",
+            "--ray-address", cluster, "--ray-collectors", "2", "--ray-batch", "64", "--save-replay", "true"]
+    proc = start(args, mark)
+    lines, killed = [], None
+    deadline = time.monotonic() + 420
+    for line in proc.stdout:
+        lines.append(line)
+        if killed is None and line.startswith("[MAIN] Epoch 3 "):
+            nodes = next(ln for ln in lines if "Ray collector(s)" in ln)
+            killed = int(re.findall(r"pid (\d+)", nodes)[-1])
+            os.kill(killed, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            proc.kill()
+            break
+    proc.wait(timeout=60)
+    out = "".join(lines)
+    assert proc.returncode == 0, out[-4000:]
+    assert killed is not None, "the run ended before its third epoch"
+    assert re.search(rf"\[MAIN\] Ray collector 2 on \S+ \([0-9.]+\), pid {killed} died", out), out[-3000:]
+    assert "[MAIN] Ray restarts collector 2 with new envs (restart 1/3)" in out
+    check_clean(proc, mark)
+
+    rows = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    last = rows[-1]
+    assert last["env_steps"] >= 14_000
+    # the replay ratio held both ways: samples trained per agent step after learning starts is
+    # 4, within the slack the collectors may run ahead (1,000 steps) and one update
+    paid = (last["env_steps"] - 500) * 4
+    assert paid - 4 * 1_100 <= last["samples_trained"] <= paid + 32, (last["samples_trained"], paid)
+
+    frames, written, pos = _streams(run_dir)
+    assert len(written) == 3 * 4  # 1 process + 2 Ray collectors, 4 envs each
+    assert written[4:].sum() > 3000, "the Ray collectors delivered almost nothing"
+    _check_exactly_once_in_order(frames, written, pos)
+    # the catch game is learned as with process collectors (tests/test_learning.py's bar)
+    assert last["return_mean"] >= 0.5, [r["return_mean"] for r in rows]
+    deadline = time.monotonic() + 20
+    while _actor_processes() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _actor_processes(), _actor_processes()
+
+
+def test_pong_through_ray_actors_alone(cluster, tmp_path):
+    """No process collector: two Ray collectors feed the learner, held to the replay ratio."""
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    proc, out = run(["--env", "ALE/Pong-v5", "--num-collectors", "0", "--ray-address", cluster, "--ray-collectors", "2",
+                     "--envs-per-collector", "4", "--total-steps", "3000", "--learning-starts", "1000",
+                     "--buffer-size", "20000", "--epoch-steps", "1000", "--run-dir", str(run_dir),
+                     "--save-replay", "true"], mark, timeout=420)
+    assert proc.returncode == 0, out[-4000:]
+    check_clean(proc, mark)
+    last = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()][-1]
+    assert last["env_steps"] >= 3000
+    paid = (last["env_steps"] - 1000) * 4
+    assert paid - 4 * 1_100 <= last["samples_trained"] <= paid + 32, (last["samples_trained"], paid)
+    _, written, _ = _streams(run_dir)
+    assert len(written) == 2 * 4 and (written > 300).all(), written
+
+
+def test_killed_learner_leaves_no_actor_running(cluster, tmp_path):
+    """The actors belong to the learner's process: SIGKILL it, and Ray stops them."""
+    mark = uuid.uuid4().hex
+    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--total-steps", "10000000", "--num-collectors", "0",
+                  "--ray-address", cluster, "--ray-collectors", "2"], mark)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("[MAIN] Epoch 1 "):
+            break
+    assert len(_actor_processes()) == 2, ("".join(lines)[-3000:], _ray_processes())
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while _actor_processes() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _actor_processes(), _actor_processes()
