@@ -55,7 +55,8 @@ def _row(overrides: dict, seconds: float, window_s: float) -> dict:
                 time.sleep(window_s)
                 t_end = time.perf_counter() + seconds
                 while trainer.stop_reason is None:
-                    samples.append((time.perf_counter(), trainer.consolidator.processed, _cpu_s()))
+                    samples.append((time.perf_counter(), trainer.consolidator.processed, _cpu_s(),
+                                    trainer.remote.thread_cpu_s if trainer.remote else 0.0))
                     if time.perf_counter() >= t_end:
                         break
                     time.sleep(window_s)
@@ -71,11 +72,12 @@ def _row(overrides: dict, seconds: float, window_s: float) -> dict:
             log.close()
     if len(samples) < 3:
         raise RuntimeError("the run ended before two measuring windows")
-    win = [((b[1] - a[1]) / (b[0] - a[0]), (b[2] - a[2]) / max(1, b[1] - a[1]) * 1000)
-           for a, b in zip(samples, samples[1:])]
+    win = [((b[1] - a[1]) / (b[0] - a[0]), (b[2] - a[2]) / max(1, b[1] - a[1]) * 1000,
+            (b[3] - a[3]) / max(1, b[1] - a[1]) * 1000) for a, b in zip(samples, samples[1:])]
     records = sum(r for _, r in wire)
     return {"records_per_s": statistics.median(w[0] for w in win),
             "learner_cpu_s_per_1000": statistics.median(w[1] for w in win),
+            "intake_thread_cpu_s_per_1000": statistics.median(w[2] for w in win),
             "bytes_per_transition": sum(b for b, _ in wire) / records if records else None,
             "windows": len(win)}
 
@@ -120,7 +122,7 @@ def bench_ray(seconds: float, env: str, collectors: int = 1, address: str | None
             out.append({"name": name, **res})
             print(f"  {name}: " + (res["error"] if "error" in res else
                   f"{res['records_per_s']:,.0f} transitions/s, learner CPU {res['learner_cpu_s_per_1000'] * 1000:.1f} ms "
-                  f"per 1,000" + (f", {res['bytes_per_transition']:,.0f} B/transition"
+                  f"per 1,000 (intake thread {res['intake_thread_cpu_s_per_1000'] * 1000:.1f} ms)" + (f", {res['bytes_per_transition']:,.0f} B/transition"
                                   if res.get("bytes_per_transition") else "")), flush=True)
     finally:
         if own:
@@ -129,8 +131,10 @@ def bench_ray(seconds: float, env: str, collectors: int = 1, address: str | None
     for row in out[1:]:
         if "error" not in row and "error" not in proc:
             row["vs_process"] = row["records_per_s"] / proc["records_per_s"]
+            # the learner process's extra CPU with Ray (our intake thread and Ray's own threads),
+            # and the intake thread's alone
             extra = row["learner_cpu_s_per_1000"] - proc["learner_cpu_s_per_1000"]
-            row["intake_cpu_s_per_1000"] = extra
-            row["intake_core_share_at_5000_per_s"] = extra * 5
+            row["learner_extra_cpu_s_per_1000"] = extra
+            row["intake_core_share_at_5000_per_s"] = max(extra, row["intake_thread_cpu_s_per_1000"]) * 5
     return {"env": env, "collectors": collectors, "envs_per_collector": envs_per_collector, "seconds": seconds,
             "address": address if not own else "local one-node cluster", "rows": out}

@@ -99,6 +99,7 @@ class RayCollectors:
         self.deaths_seen: collections.deque = collections.deque()  # (index, node, message) for the supervisor
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
+        self.thread_cpu_s = 0.0  # CPU time the intake thread has used (the benchmark's intake cost)
         self.launch_base = launch_base
         self.sources: list[RemoteSource] = []
         info = ray_cluster.connect(col.ray_address)
@@ -195,6 +196,7 @@ class RayCollectors:
                 ready, _ = ray.wait(list(heads), num_returns=1, timeout=0.01)
                 for ref in ready:
                     self._receive(heads[ref])
+                self.thread_cpu_s = time.thread_time()
         except BaseException as e:  # surfaced by the trainer's health check
             self.error = e
 
