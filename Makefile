@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine with Python 3.13 (pyenv reads .python-version):
 #   make train   - create .venv, install, train with the auto-selected profile
-#   make test    - create .venv, install, run every test (the slow and faults marks included)
+#   make test    - create .venv, install, run every test (the slow, faults and ray marks included)
 PYTHON ?= python3.13
 VENV := .venv
 STAMP := $(VENV)/.installed

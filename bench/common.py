@@ -111,3 +111,23 @@ def machine() -> dict:
     return {"cores": hw.cores, "cpu": hw.cpu_model, "ram_gib": round(hw.ram_bytes / 2**30, 1),
             "gpu": hw.gpu_name, "torch": torch.__version__, "python": platform.python_version(),
             "load_avg_at_start": os.getloadavg()}
+
+
+def measured_run(trainer, log, measure, keep=lambda trainer: None):
+    """Train ``trainer`` while ``measure()`` samples it from a thread of its own; when it returns
+    the run stops, and ``keep(trainer)`` reads what it needs before the trainer's resources are
+    released. Returns what ``keep`` returned."""
+    def stopper():
+        try:
+            measure()
+        finally:
+            trainer.stop_reason = "benchmark"
+    threading.Thread(target=stopper, daemon=True).start()
+    try:
+        trainer.train()
+    finally:
+        trainer.stop_workers()
+        kept = keep(trainer)
+        trainer.release()
+        log.close()
+    return kept

@@ -7,7 +7,7 @@ import os
 import statistics
 import time
 
-from .common import RssPeak, run_in_child
+from .common import RssPeak, measured_run, run_in_child
 from .sync_row import sync_row
 
 LADDER = [
@@ -35,7 +35,6 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     ``spec`` is {"profile": True} (this machine's auto profile at the ladder's replay ratio, plus
     any ``"extra"`` options) or {"overrides": {...}}."""
     import tempfile
-    import threading
 
     from config_optimized import Config
     from pipeline.config_check import validate
@@ -63,28 +62,19 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             return (time.perf_counter(), trainer.env_steps(), trainer.learner.updates, trainer.update_s_total,
                     trainer.collector_time_ns(), trainer.consolidator.drops())
 
-        def stopper():
+        def measure():
             # Measure once the collectors have used up the head start the replay-ratio control
             # gives them (they then run at the learner's pace), in time windows of window_s.
-            try:
-                head_start = trainer.ratio.start + 1.5 * trainer.ratio.slack
-                while trainer.stop_reason is None and trainer.env_steps() <= head_start:
-                    time.sleep(0.05)
-                time.sleep(window_s)  # one more window of warm-up
+            head_start = trainer.ratio.start + 1.5 * trainer.ratio.slack
+            while trainer.stop_reason is None and trainer.env_steps() <= head_start:
+                time.sleep(0.05)
+            time.sleep(window_s)  # one more window of warm-up
+            samples.append(sample())
+            t_end = samples[0][0] + seconds
+            while trainer.stop_reason is None and time.perf_counter() < t_end:
+                time.sleep(window_s)
                 samples.append(sample())
-                t_end = samples[0][0] + seconds
-                while trainer.stop_reason is None and time.perf_counter() < t_end:
-                    time.sleep(window_s)
-                    samples.append(sample())
-            finally:
-                trainer.stop_reason = "benchmark"
-        threading.Thread(target=stopper, daemon=True).start()
-        try:
-            trainer.train()
-        finally:
-            trainer.stop_workers()
-            trainer.release()
-            log.close()
+        measured_run(trainer, log, measure)
         bpt = trainer.replay.storage.bytes_per_transition()
     if len(samples) < 2:
         raise RuntimeError("the run ended before a measuring window")

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import run_in_child
+from .common import measured_run, run_in_child
 
 ROOT = Path(__file__).resolve().parent.parent
 RAY = str(Path(sys.executable).parent / "ray")
@@ -32,7 +32,6 @@ def _cpu_s() -> float:
 
 def _row(overrides: dict, seconds: float, window_s: float) -> dict:
     import tempfile
-    import threading
 
     from config_optimized import Config
     from pipeline.config_check import validate
@@ -48,28 +47,19 @@ def _row(overrides: dict, seconds: float, window_s: float) -> dict:
         trainer = Trainer(cfg, hw, log)
         samples = []
 
-        def stopper():
-            try:
-                while trainer.stop_reason is None and trainer.env_steps() < 500:  # envs built, first batches in
-                    time.sleep(0.05)
+        def measure():
+            while trainer.stop_reason is None and trainer.env_steps() < 500:  # envs built, first batches in
+                time.sleep(0.05)
+            time.sleep(window_s)
+            t_end = time.perf_counter() + seconds
+            while trainer.stop_reason is None:
+                samples.append((time.perf_counter(), trainer.consolidator.processed, _cpu_s(),
+                                trainer.remote.thread_cpu_s if trainer.remote else 0.0))
+                if time.perf_counter() >= t_end:
+                    break
                 time.sleep(window_s)
-                t_end = time.perf_counter() + seconds
-                while trainer.stop_reason is None:
-                    samples.append((time.perf_counter(), trainer.consolidator.processed, _cpu_s(),
-                                    trainer.remote.thread_cpu_s if trainer.remote else 0.0))
-                    if time.perf_counter() >= t_end:
-                        break
-                    time.sleep(window_s)
-            finally:
-                trainer.stop_reason = "benchmark"
-        threading.Thread(target=stopper, daemon=True).start()
-        try:
-            trainer.train()
-        finally:
-            trainer.stop_workers()
-            wire = ([(s.block.bytes, s.block.records) for s in trainer.remote.sources] if trainer.remote else [])
-            trainer.release()
-            log.close()
+        wire = measured_run(trainer, log, measure, lambda t: [(s.block.bytes, s.block.records)
+                                                               for s in (t.remote.sources if t.remote else [])])
     if len(samples) < 3:
         raise RuntimeError("the run ended before two measuring windows")
     win = [((b[1] - a[1]) / (b[0] - a[0]), (b[2] - a[2]) / max(1, b[1] - a[1]) * 1000,
