@@ -51,11 +51,12 @@ def check_reachable(address: str, timeout_s: float = 3.0) -> str:
 
 def connect(address: str) -> dict:
     """Join the cluster as its driver (the learner): actors this process starts are owned by
-    it and stopped by Ray when it exits, however it exits. Returns the cluster's CPU count and
-    node count, for the log."""
+    it and stopped by Ray when it exits, however it exits. Validation has already checked that
+    the head answers (``check_reachable``). Returns the cluster's CPU count and node count, for
+    the log."""
     import ray
 
-    head = check_reachable(address)
+    head = head_address(address)
     if not ray.is_initialized():
         try:
             ray.init(address=head, logging_level="ERROR", log_to_driver=False, configure_logging=False)

@@ -45,8 +45,6 @@ class RemoteBlock:
     def __init__(self):
         self.played = 0         # agent steps requested, corrected to the steps played when a batch returns
         self.allowed = 0        # ``played`` may reach this before the next request waits (learner)
-        self.drops = 0          # Ray batches are never dropped; 0, like a ring that never was full
-        self.dropped_steps = 0
         self.env_ns = self.act_ns = self.throttle_ns = 0
         self.bytes = 0          # batch bytes received (frames and fields)
         self.records = 0
@@ -91,7 +89,7 @@ class RayCollectors:
         import ray
 
         col = cfg.collectors
-        self.log, self.global_steps, self.n_weights = log, global_steps, n_weights
+        self.log, self.global_steps = log, global_steps
         self.envs_per_collector = col.envs_per_collector
         self.steps_per_request = max(1, col.ray_batch // col.envs_per_collector)
         self.flat = torch.empty(n_weights)
@@ -224,8 +222,7 @@ class RayCollectors:
         src.block.throttle_ns += batch.idle_ns
         src.block.bytes += batch.nbytes()
         src.block.records += len(frames)
-        if batch.node != src.node:
-            src.node = batch.node
+        src.node = batch.node  # a restarted actor may run elsewhere
         src.ready.append((frames, batch.fields))
         src.queued += len(frames)
 
