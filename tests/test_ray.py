@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from tests.catch_env import stamp
-from tests.proc_utils import CATCH, ROOT, check_clean, run, start
+from tests.proc_utils import CATCH, ROOT, check_clean, run, segments, start
 
 pytestmark = pytest.mark.ray
 
@@ -191,6 +191,12 @@ def test_killed_learner_leaves_no_actor_running(cluster, tmp_path):
     assert len(_actor_processes()) == 2, ("".join(lines)[-3000:], _ray_processes())
     proc.kill()
     proc.wait(timeout=30)
+    # a killed learner leaves its shared memory to the next start's sweep (tests/test_faults.py);
+    # this test owns the segment it provoked
+    left = segments(proc.pid)
+    assert left, "the killed learner left no control segment: was it killed before set-up?"
+    for seg in left:
+        seg.unlink()
     deadline = time.monotonic() + 60
     while _actor_processes() and time.monotonic() < deadline:
         time.sleep(0.5)
