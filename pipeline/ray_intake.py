@@ -95,6 +95,7 @@ class RayCollectors:
         self.flat = torch.empty(n_weights)
         self.weights: tuple[int, list] = (0, [None])
         self.deaths_seen: collections.deque = collections.deque()  # (index, node, message) for the supervisor
+        self.returns_seen: collections.deque = collections.deque()  # (index, node): restarted actors answering again
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
         self.thread_cpu_s = 0.0  # CPU time the intake thread has used (the benchmark's intake cost)
@@ -161,10 +162,10 @@ class RayCollectors:
         return moved
 
     def deaths(self) -> list[tuple[int, str, str]]:
-        out = []
-        while self.deaths_seen:
-            out.append(self.deaths_seen.popleft())
-        return out
+        return _take_all(self.deaths_seen)
+
+    def returns(self) -> list[tuple[int, str]]:
+        return _take_all(self.returns_seen)
 
     # ------------------------------------------------------------------ intake thread
     def _request(self, src: RemoteSource) -> None:
@@ -241,6 +242,7 @@ class RayCollectors:
         try:
             src.node = ray.get(src.probe)
             src.down_since = None
+            self.returns_seen.append((src.index, src.node))
         except ray.exceptions.RayError:
             if now - src.down_since > START_TIMEOUT_S:
                 raise ray_cluster.RayClusterError(
@@ -264,6 +266,13 @@ class RayCollectors:
 
     def close(self) -> None:
         ray_cluster.disconnect()
+
+
+def _take_all(queue: collections.deque) -> list:
+    out = []
+    while queue:
+        out.append(queue.popleft())
+    return out
 
 
 def _reason(e: BaseException) -> str:

@@ -62,7 +62,7 @@ class RemoteCollector:
     def __init__(self, index: int, spec: CollectorSpec, compress: bool):
         use_one_core()
         self.index, self.spec, self.compress = index, spec, compress
-        self.node = f"{socket.gethostname()} ({_node_ip()}), pid {os.getpid()}"
+        self.node = f"{socket.gethostname()} ({_node()}), pid {os.getpid()}"
         self.env = self.model = self.rollout = None
         self.launch = -1
         self.version = 0
@@ -108,10 +108,11 @@ class RemoteCollector:
         return Batch(payload, cat, live, r.step_ns - env0, r.act_ns - act0, idle, self.node, req.launch)
 
 
-def _node_ip() -> str:
+def _node() -> str:
+    """The node's IP and the first digits of its Ray node id (several nodes may share an IP)."""
     try:
         import ray
 
-        return ray.util.get_node_ip_address()
+        return f"{ray.util.get_node_ip_address()} node {ray.get_runtime_context().get_node_id()[:8]}"
     except Exception:
         return "?"

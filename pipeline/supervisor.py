@@ -82,6 +82,8 @@ class Collectors:
             self.log(f"[MAIN] Ray collector {index} on {node} {reason}.")
             self._spend_restart(f"Ray collector {index}")
             self.log(f"[MAIN] Ray restarts collector {index} with new envs (restart {self.restarts}/{limit})")
+        for index, node in self.remote.returns():
+            self.log(f"[MAIN] Ray collector {index} is back on {node}")
 
     def _spend_restart(self, who: str) -> None:
         limit = self.cfg.collectors.max_collector_restarts

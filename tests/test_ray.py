@@ -1,9 +1,10 @@
-"""Ray collectors against a real two-node Ray cluster started on this machine (a head and a
-worker node, one CPU each), driven through mario_rl_optimized.py as a user would: records
-arrive exactly once per stream and in order, the replay ratio holds, a killed actor is reported
-with its node and restarted by Ray, and nothing is left running (how its learning curve compares
-with process collectors is measured in the README, not asserted here).
-The cluster is stopped afterwards. Bad addresses are refused before anything starts."""
+"""Ray collectors against a real Ray cluster started on this machine (a head and two worker
+nodes, one CPU each), driven through mario_rl_optimized.py as a user would: records arrive
+exactly once per stream and in order, the replay ratio holds, an actor whose process is killed
+and an actor whose node is lost are reported with their nodes and restarted by Ray, and nothing
+is left running (how the learning curve compares with process collectors is measured in the
+README, not asserted here). The cluster is stopped afterwards. Bad addresses are refused before
+anything starts."""
 import json
 import os
 import re
@@ -49,18 +50,45 @@ def _actor_processes() -> list[str]:
     return [p for p in _ray_processes() if "RemoteCollector" in p]
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+
+
+def _lose_node(raylet: int) -> None:
+    """What a machine failure looks like to Ray: the node's raylet and every process it started
+    (its workers, actors and agents) vanish at once."""
+    children = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            if _parent(int(d.name)) == raylet:
+                children.append(int(d.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    for pid in [raylet, *children]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # a child that had just exited
+            pass
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    """``ray start --head`` plus ``ray start --address`` (a second node), one CPU each; workers
-    import the project from the repository (PYTHONPATH), as an installed project would."""
+    """``ray start --head`` plus ``ray start --address`` twice (two more nodes), one CPU each, so
+    a lost node's actor has a CPU to come back on; workers import the project from the
+    repository (PYTHONPATH), as an installed project would."""
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
     common = ["--num-cpus=1", "--disable-usage-stats"]
     try:
         subprocess.run([RAY, "start", "--head", f"--port={port}", "--include-dashboard=false", *common],
                        env=env, check=True, capture_output=True, timeout=180, cwd=ROOT)
-        subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", *common],
-                       env=env, check=True, capture_output=True, timeout=180, cwd=ROOT)
+        for _ in range(2):
+            subprocess.run([RAY, "start", f"--address=127.0.0.1:{port}", *common],
+                           env=env, check=True, capture_output=True, timeout=180, cwd=ROOT)
         yield f"127.0.0.1:{port}"
     finally:
         subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
@@ -78,8 +106,8 @@ def _streams(run_dir: Path):
 def _check_exactly_once_in_order(frames, written, pos):
     """Each stream's records, oldest first, are runs of one env instance each with observation
     numbers counting up by one (a new instance starts a new run: a restarted collector); no
-    instance appears in two runs or two streams."""
-    seen = {}
+    instance appears in two runs or two streams. Returns each stream's instances, oldest first."""
+    seen, runs = {}, {}
     L = frames.shape[1]
     for s in range(len(written)):
         n = int(written[s])
@@ -92,8 +120,10 @@ def _check_exactly_once_in_order(frames, written, pos):
             assert uid != 0, f"stream {s}: a record without a stamp"
             assert uid not in seen, f"env instance {uid} appears in stream {seen[uid]} and again in stream {s}"
             seen[uid] = s
+            runs.setdefault(s, []).append(uid)
             steps = np.diff(run_counts.astype(np.int64))
             assert (steps == 1).all(), f"stream {s}: observation numbers {run_counts[:50]} skip or repeat"
+    return runs
 
 
 def test_plain_run_never_imports_ray():
@@ -118,29 +148,44 @@ def test_bad_ray_options_are_one_line_before_anything_starts(tmp_path, args, exp
     assert time.monotonic() - t0 < 60
 
 
-def test_catch_through_ray_actors_exactly_once_in_order_with_a_killed_actor(cluster, tmp_path):
-    """One process collector and two Ray collectors (one per node); one actor is killed mid-run."""
+def test_catch_through_ray_actors_exactly_once_in_order_through_a_killed_actor_and_a_lost_node(cluster, tmp_path):
+    """One process collector and two Ray collectors. At the second epoch one actor's process is
+    killed and the other actor's node is lost (the head is never the one lost: it is the cluster)."""
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    args = [*CATCH, "--env", "tests.catch_env:CountingCatch-v0", "--run-dir", str(run_dir), "--total-steps", "8000",
+    args = [*CATCH, "--env", "tests.catch_env:CountingCatch-v0", "--run-dir", str(run_dir), "--total-steps", "9000",
             "--ray-address", cluster, "--ray-collectors", "2", "--ray-batch", "64", "--save-replay", "true"]
     proc = start(args, mark)
-    lines, killed = [], None
+    lines, killed, lost = [], None, None
     deadline = time.monotonic() + 420
     for line in proc.stdout:
         lines.append(line)
-        if killed is None and line.startswith("[MAIN] Epoch 3 "):
-            nodes = next(ln for ln in lines if "Ray collector(s)" in ln)
-            killed = int(re.findall(r"pid (\d+)", nodes)[-1])
+        if killed is None and line.startswith("[MAIN] Epoch 2 "):
+            started = next(ln for ln in lines if "Ray collector(s)" in ln)
+            actors = {int(pid): _parent(int(pid)) for pid in re.findall(r"pid (\d+)", started)}
+            # raylets of the worker nodes run with socket names raylet.1, raylet.2; the head's is "raylet"
+            on_worker = [pid for pid, raylet in actors.items() if re.search(r"sockets/raylet\.\d+ ", _cmdline(raylet))]
+            assert on_worker, ("no actor on a worker node", started, {p: _cmdline(r)[:100] for p, r in actors.items()})
+            lost = on_worker[0]
+            killed = next(pid for pid in actors if pid != lost)
             os.kill(killed, signal.SIGKILL)
+            _lose_node(actors[lost])
         if time.monotonic() > deadline:
             proc.kill()
             break
     proc.wait(timeout=60)
     out = "".join(lines)
     assert proc.returncode == 0, out[-4000:]
-    assert killed is not None, "the run ended before its third epoch"
-    assert re.search(rf"\[MAIN\] Ray collector 2 on \S+ \([0-9.]+\), pid {killed} died", out), out[-3000:]
-    assert "[MAIN] Ray restarts collector 2 with new envs (restart 1/3)" in out
+    assert killed is not None, "the run ended before its second epoch"
+    died = {int(i): (node, pid) for i, node, pid in
+            re.findall(r"\[MAIN\] Ray collector (\d+) on \S+ \(([0-9.]+ node [0-9a-f]{8})\), pid (\d+) died", out)}
+    back = {int(i): (node, pid) for i, node, pid in
+            re.findall(r"\[MAIN\] Ray collector (\d+) is back on \S+ \(([0-9.]+ node [0-9a-f]{8})\), pid (\d+)", out)}
+    assert sorted(died) == sorted(back) == [1, 2], out[-4000:]
+    assert sorted(int(pid) for _, pid in died.values()) == sorted([killed, lost])
+    on_lost_node = next(i for i, (_, pid) in died.items() if int(pid) == lost)
+    assert back[on_lost_node][0] != died[on_lost_node][0], "the lost node's actor came back on the node that was lost"
+    assert "[MAIN] Ray restarts collector 1 with new envs" in out and "[MAIN] Ray restarts collector 2 with new envs" in out
+    assert "(restart 2/3)" in out
     check_clean(proc, mark)
 
     rows = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -154,7 +199,9 @@ def test_catch_through_ray_actors_exactly_once_in_order_with_a_killed_actor(clus
     frames, written, pos = _streams(run_dir)
     assert len(written) == 3 * 4  # 1 process + 2 Ray collectors, 4 envs each
     assert written[4:].sum() > 1500, "the Ray collectors delivered almost nothing"
-    _check_exactly_once_in_order(frames, written, pos)
+    runs = _check_exactly_once_in_order(frames, written, pos)
+    for s in range(4, 12):  # every Ray stream holds envs of the start before the failures and of the one after
+        assert len(runs[s]) >= 2, f"stream {s} has no records from its restarted actor"
     deadline = time.monotonic() + 20
     while _actor_processes() and time.monotonic() < deadline:
         time.sleep(0.5)
