@@ -12,7 +12,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --autotune            # writes ~/.config/fast-dqn/autotuned-atari.json
     python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --vs-baseline --json tts.json --plot tts.png
     python benchmark_performance.py --time-to-score --quick   # the catch game, a few minutes
-    python benchmark_performance.py --only ray [--ray-address HOST:PORT] [--ray-collectors N]  # Ray vs processes
+    python benchmark_performance.py --only ray [--ray-address HOST:PORT] [--ray-collectors N] [--intake-rate R]
 """
 from __future__ import annotations
 
@@ -48,6 +48,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ray-address", help="with --only ray: a running cluster (default: start a one-node one here)")
     ap.add_argument("--ray-collectors", type=int, default=1,
                     help="with --only ray: collectors per row, Ray actors and processes alike (default 1)")
+    ap.add_argument("--intake-rate", type=float, default=5000,
+                    help="with --only ray: transitions/s the last row's actors send in all, replaying a batch "
+                         "they played, to load the learner's intake beyond what this machine can play (default 5000)")
     ap.add_argument("--rows", metavar="N,N", help="ladder rows to run, e.g. 4,8 (row 1, the baseline, always runs)")
     ap.add_argument("--profile", metavar="DIR", nargs="?", const="profiles",
                     help="instead: torch.profiler over learner and collector steps; traces go to DIR")
@@ -109,7 +112,10 @@ def main(argv=None) -> int:
 
         if args.ray_collectors < 1:
             ap.error(f"--ray-collectors {args.ray_collectors}: must be 1 or more")
-        result["ray"] = bench_ray(seconds, args.env or "ALE/Pong-v5", args.ray_collectors, args.ray_address)
+        if args.intake_rate <= 0:
+            ap.error(f"--intake-rate {args.intake_rate:g}: must be positive")
+        result["ray"] = bench_ray(seconds, args.env or "ALE/Pong-v5", args.ray_collectors, args.ray_address,
+                                  intake_rate=args.intake_rate)
     if args.only == "learner":
         result["learner_grid"] = bench_learner_grid(seconds, nw)
         print_learner_grid(result["learner_grid"])

@@ -114,15 +114,15 @@ def machine() -> dict:
 
 
 def measured_run(trainer, log, measure, keep=lambda trainer: None):
-    """Train ``trainer`` while ``measure()`` samples it from a thread of its own; when it returns
-    the run stops, and ``keep(trainer)`` reads what it needs before the trainer's resources are
-    released. Returns what ``keep`` returned."""
+    """Train ``trainer`` while ``measure()`` samples it from a thread of its own ("bench-measure");
+    when it returns the run stops, and ``keep(trainer)`` reads what it needs before the trainer's
+    resources are released. Returns what ``keep`` returned."""
     def stopper():
         try:
             measure()
         finally:
             trainer.stop_reason = "benchmark"
-    threading.Thread(target=stopper, daemon=True).start()
+    threading.Thread(target=stopper, name="bench-measure", daemon=True).start()
     try:
         trainer.train()
     finally:

@@ -83,6 +83,10 @@ class RemoteSource:
 
 
 class RayCollectors:
+    # The class the actors run. The benchmark's intake row swaps in a subclass that replays a
+    # batch it played at a set rate, to load the intake at rates 2 cores cannot play.
+    actor_class = RemoteCollector
+
     def __init__(self, cfg: Config, n_weights: int, global_steps, log, launch_base: int = 0):
         """``global_steps()``: the run's agent steps (epsilon); ``launch_base``: collector starts
         before this process, so a resumed run's actors play new seeds."""
@@ -98,7 +102,6 @@ class RayCollectors:
         self.returns_seen: collections.deque = collections.deque()  # (index, node): restarted actors answering again
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
-        self.thread_cpu_s = 0.0  # CPU time the intake thread has used (the benchmark's intake cost)
         self.launch_base = launch_base
         self.sources: list[RemoteSource] = []
         info = ray_cluster.connect(col.ray_address)
@@ -109,7 +112,7 @@ class RayCollectors:
                     f"the Ray cluster at {info['head']} has {free} free CPUs for --ray-collectors {col.ray_collectors} "
                     f"(each takes one); add nodes or lower --ray-collectors")
             actor_cls = ray.remote(num_cpus=1, max_restarts=col.max_collector_restarts, max_task_retries=0,
-                                   scheduling_strategy="SPREAD")(RemoteCollector)
+                                   scheduling_strategy="SPREAD")(self.actor_class)
             spec = CollectorSpec.of(cfg)
             actors = [actor_cls.remote(col.num_collectors + r, spec, col.ray_compress) for r in range(col.ray_collectors)]
             try:
@@ -195,7 +198,6 @@ class RayCollectors:
                 ready, _ = ray.wait(list(heads), num_returns=1, timeout=0.01)
                 for ref in ready:
                     self._receive(heads[ref])
-                self.thread_cpu_s = time.thread_time()
         except BaseException as e:  # surfaced by the trainer's health check
             self.error = e
 
