@@ -68,6 +68,7 @@ class RemoteSource:
         self.block = RemoteBlock()
         self.launch = 0
         self.down_since: float | None = None  # when Ray began restarting the actor (None: up)
+        self.restarting = False               # failed since its last batch: its next batch is news
         self.probe = None                     # a ``where`` request asking whether it is back
         self.last_probe = 0.0
         # Each counter has one writer, so other threads read them without a lock.
@@ -99,7 +100,7 @@ class RayCollectors:
         self.flat = torch.empty(n_weights)
         self.weights: tuple[int, list] = (0, [None])
         self.deaths_seen: collections.deque = collections.deque()  # (index, node, message) for the supervisor
-        self.returns_seen: collections.deque = collections.deque()  # (index, node): restarted actors answering again
+        self.returns_seen: collections.deque = collections.deque()  # (index, node): first batch after a failure
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
         self.launch_base = launch_base
@@ -212,6 +213,7 @@ class RayCollectors:
             src.block.played -= requested
             if launch == src.launch:  # the first failure of this start
                 src.launch += 1
+                src.restarting = True
                 self.deaths_seen.append((src.index, src.node, _reason(e)))
                 if isinstance(e, ray.exceptions.RayActorError):  # the process is gone: Ray restarts it
                     src.down_since, src.probe = time.monotonic(), None
@@ -228,6 +230,9 @@ class RayCollectors:
         src.node = batch.node  # a restarted actor may run elsewhere
         src.ready.append((frames, batch.fields))
         src.queued += len(frames)
+        if src.restarting:  # its new envs deliver: back in the run (answering a probe is not enough)
+            src.restarting = False
+            self.returns_seen.append((src.index, src.node))
 
     def _probe(self, src: RemoteSource) -> None:
         """Ask a restarting actor whether it is back; give up after START_TIMEOUT_S."""
@@ -244,7 +249,6 @@ class RayCollectors:
         try:
             src.node = ray.get(src.probe)
             src.down_since = None
-            self.returns_seen.append((src.index, src.node))
         except ray.exceptions.RayError:
             if now - src.down_since > START_TIMEOUT_S:
                 raise ray_cluster.RayClusterError(

@@ -83,7 +83,7 @@ class Collectors:
             self._spend_restart(f"Ray collector {index}")
             self.log(f"[MAIN] Ray restarts collector {index} with new envs (restart {self.restarts}/{limit})")
         for index, node in self.remote.returns():
-            self.log(f"[MAIN] Ray collector {index} is back on {node}")
+            self.log(f"[MAIN] Ray collector {index} is back on {node}: its new envs deliver")
 
     def _spend_restart(self, who: str) -> None:
         limit = self.cfg.collectors.max_collector_restarts

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tests.catch_env import stamp
-from tests.proc_utils import CATCH, ROOT, check_clean, run, segments, start
+from tests.proc_utils import CATCH, ROOT, check_clean, read_until, segments, start
 
 pytestmark = pytest.mark.ray
 
@@ -152,30 +152,30 @@ def test_catch_through_ray_actors_exactly_once_in_order_through_a_killed_actor_a
     """One process collector and two Ray collectors. At the second epoch one actor's process is
     killed and the other actor's node is lost (the head is never the one lost: it is the cluster)."""
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    args = [*CATCH, "--env", "tests.catch_env:CountingCatch-v0", "--run-dir", str(run_dir), "--total-steps", "9000",
+    args = [*CATCH, "--env", "tests.catch_env:CountingCatch-v0", "--run-dir", str(run_dir), "--total-steps", "1000000000",
             "--ray-address", cluster, "--ray-collectors", "2", "--ray-batch", "64", "--save-replay", "true"]
     proc = start(args, mark)
-    lines, killed, lost = [], None, None
-    deadline = time.monotonic() + 420
-    for line in proc.stdout:
-        lines.append(line)
-        if killed is None and line.startswith("[MAIN] Epoch 2 "):
-            started = next(ln for ln in lines if "Ray collector(s)" in ln)
-            actors = {int(pid): _parent(int(pid)) for pid in re.findall(r"pid (\d+)", started)}
-            # raylets of the worker nodes run with socket names raylet.1, raylet.2; the head's is "raylet"
-            on_worker = [pid for pid, raylet in actors.items() if re.search(r"sockets/raylet\.\d+ ", _cmdline(raylet))]
-            assert on_worker, ("no actor on a worker node", started, {p: _cmdline(r)[:100] for p, r in actors.items()})
-            lost = on_worker[0]
-            killed = next(pid for pid in actors if pid != lost)
-            os.kill(killed, signal.SIGKILL)
-            _lose_node(actors[lost])
-        if time.monotonic() > deadline:
-            proc.kill()
-            break
-    proc.wait(timeout=60)
-    out = "".join(lines)
-    assert proc.returncode == 0, out[-4000:]
-    assert killed is not None, "the run ended before its second epoch"
+    lines = []
+    assert read_until(proc, "[MAIN] Epoch 2 ", lines, timeout=300), "".join(lines)[-3000:]
+    started = next(ln for ln in lines if "Ray collector(s)" in ln)
+    actors = {int(pid): _parent(int(pid)) for pid in re.findall(r"pid (\d+)", started)}
+    # raylets of the worker nodes run with socket names raylet.1, raylet.2; the head's is "raylet"
+    on_worker = [pid for pid, raylet in actors.items() if re.search(r"sockets/raylet\.\d+ ", _cmdline(raylet))]
+    assert on_worker, ("no actor on a worker node", started, {p: _cmdline(r)[:100] for p, r in actors.items()})
+    lost = on_worker[0]
+    killed = next(pid for pid in actors if pid != lost)
+    os.kill(killed, signal.SIGKILL)
+    _lose_node(actors[lost])
+    # How long a restart takes depends on the machine's load (a new worker process imports torch),
+    # so the run goes on until both actors are back and have played two more epochs, then stops.
+    for _ in range(2):
+        assert read_until(proc, "is back on", lines, timeout=240), "".join(lines)[-3000:]
+    for _ in range(2):
+        assert read_until(proc, "[MAIN] Epoch ", lines, timeout=120), "".join(lines)[-3000:]
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert proc.returncode == 0 and "[MAIN] Stopped (SIGINT)" in out, out[-4000:]
     died = {int(i): (node, pid) for i, node, pid in
             re.findall(r"\[MAIN\] Ray collector (\d+) on \S+ \(([0-9.]+ node [0-9a-f]{8})\), pid (\d+) died", out)}
     back = {int(i): (node, pid) for i, node, pid in
@@ -190,7 +190,7 @@ def test_catch_through_ray_actors_exactly_once_in_order_through_a_killed_actor_a
 
     rows = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
     last = rows[-1]
-    assert last["env_steps"] >= 8_000
+    assert last["env_steps"] >= 4_000
     # the replay ratio held both ways: samples trained per agent step after learning starts is
     # 4, within the slack the collectors may run ahead (1,000 steps) and one update
     paid = (last["env_steps"] - 500) * 4
@@ -208,17 +208,31 @@ def test_catch_through_ray_actors_exactly_once_in_order_through_a_killed_actor_a
     assert not _actor_processes(), _actor_processes()
 
 
-def test_pong_through_ray_actors_alone(cluster, tmp_path):
-    """No process collector: two Ray collectors feed the learner, held to the replay ratio."""
+def test_pong_through_ray_actors_alone_with_a_killed_actor(cluster, tmp_path):
+    """No process collector: two Ray collectors feed the learner, held to the replay ratio; one is
+    killed when learning starts and comes back."""
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    proc, out = run(["--env", "ALE/Pong-v5", "--num-collectors", "0", "--ray-address", cluster, "--ray-collectors", "2",
-                     "--envs-per-collector", "4", "--total-steps", "3000", "--learning-starts", "1000",
-                     "--buffer-size", "20000", "--epoch-steps", "1000", "--run-dir", str(run_dir),
-                     "--save-replay", "true"], mark, timeout=420)
-    assert proc.returncode == 0, out[-4000:]
+    proc = start(["--env", "ALE/Pong-v5", "--num-collectors", "0", "--ray-address", cluster, "--ray-collectors", "2",
+                  "--envs-per-collector", "4", "--total-steps", "1000000000", "--learning-starts", "1000",
+                  "--buffer-size", "20000", "--epoch-steps", "1000", "--run-dir", str(run_dir),
+                  "--save-replay", "true"], mark)
+    lines = []
+    assert read_until(proc, "[MAIN] Learning starts", lines, timeout=300), "".join(lines)[-3000:]
+    started = next(ln for ln in lines if "Ray collector(s)" in ln)
+    killed = int(re.findall(r"pid (\d+)", started)[0])
+    os.kill(killed, signal.SIGKILL)
+    assert read_until(proc, "is back on", lines, timeout=240), "".join(lines)[-3000:]
+    for _ in range(2):
+        assert read_until(proc, "[MAIN] Epoch ", lines, timeout=120), "".join(lines)[-3000:]
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert proc.returncode == 0 and "[MAIN] Stopped (SIGINT)" in out, out[-4000:]
+    assert re.search(rf"\[MAIN\] Ray collector 0 on \S+ \([0-9.]+ node [0-9a-f]{{8}}\), pid {killed} died", out), out[-3000:]
+    assert "[MAIN] Ray collector 0 is back on" in out, out[-3000:]
     check_clean(proc, mark)
     last = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()][-1]
-    assert last["env_steps"] >= 3000
+    assert last["env_steps"] >= 2000
     paid = (last["env_steps"] - 1000) * 4
     assert paid - 4 * 1_100 <= last["samples_trained"] <= paid + 32, (last["samples_trained"], paid)
     _, written, _ = _streams(run_dir)
