@@ -75,6 +75,21 @@ def _lose_node(raylet: int) -> None:
             pass
 
 
+def _stop_when_back(proc, lines: list[str], restarted: int) -> str:
+    """How long a restart takes depends on the machine's load (a new worker process imports torch),
+    so the run goes on until ``restarted`` actors are back and two more epochs have passed, then
+    stops with Ctrl-C; returns the whole output."""
+    for _ in range(restarted):
+        assert read_until(proc, "is back on", lines, timeout=240), "".join(lines)[-3000:]
+    for _ in range(2):
+        assert read_until(proc, "[MAIN] Epoch ", lines, timeout=120), "".join(lines)[-3000:]
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert proc.returncode == 0 and "[MAIN] Stopped (SIGINT)" in out, out[-4000:]
+    return out
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """``ray start --head`` plus ``ray start --address`` twice (two more nodes), one CPU each, so
@@ -166,16 +181,7 @@ def test_catch_through_ray_actors_exactly_once_in_order_through_a_killed_actor_a
     killed = next(pid for pid in actors if pid != lost)
     os.kill(killed, signal.SIGKILL)
     _lose_node(actors[lost])
-    # How long a restart takes depends on the machine's load (a new worker process imports torch),
-    # so the run goes on until both actors are back and have played two more epochs, then stops.
-    for _ in range(2):
-        assert read_until(proc, "is back on", lines, timeout=240), "".join(lines)[-3000:]
-    for _ in range(2):
-        assert read_until(proc, "[MAIN] Epoch ", lines, timeout=120), "".join(lines)[-3000:]
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=120)
-    out = "".join(lines) + rest
-    assert proc.returncode == 0 and "[MAIN] Stopped (SIGINT)" in out, out[-4000:]
+    out = _stop_when_back(proc, lines, restarted=2)
     died = {int(i): (node, pid) for i, node, pid in
             re.findall(r"\[MAIN\] Ray collector (\d+) on \S+ \(([0-9.]+ node [0-9a-f]{8})\), pid (\d+) died", out)}
     back = {int(i): (node, pid) for i, node, pid in
@@ -221,13 +227,7 @@ def test_pong_through_ray_actors_alone_with_a_killed_actor(cluster, tmp_path):
     started = next(ln for ln in lines if "Ray collector(s)" in ln)
     killed = int(re.findall(r"pid (\d+)", started)[0])
     os.kill(killed, signal.SIGKILL)
-    assert read_until(proc, "is back on", lines, timeout=240), "".join(lines)[-3000:]
-    for _ in range(2):
-        assert read_until(proc, "[MAIN] Epoch ", lines, timeout=120), "".join(lines)[-3000:]
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=120)
-    out = "".join(lines) + rest
-    assert proc.returncode == 0 and "[MAIN] Stopped (SIGINT)" in out, out[-4000:]
+    out = _stop_when_back(proc, lines, restarted=1)
     assert re.search(rf"\[MAIN\] Ray collector 0 on \S+ \([0-9.]+ node [0-9a-f]{{8}}\), pid {killed} died", out), out[-3000:]
     assert "[MAIN] Ray collector 0 is back on" in out, out[-3000:]
     check_clean(proc, mark)
