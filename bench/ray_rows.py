@@ -36,9 +36,12 @@ def _cpu_s() -> float:
     return t.user + t.system
 
 
+OTHER_THREADS = "ray and libraries"
+
+
 def _thread_cpu_s() -> collections.Counter:
     """CPU seconds of this process's threads: the learner's own by their names, the rest (Ray's
-    driver threads, C++ and Python, and library pools) together as "ray and libraries"."""
+    driver threads, C++ and Python, and library pools) together as ``OTHER_THREADS``."""
     own = {"MainThread", "consolidator", "prefetch", "ray-intake", "bench-measure"}
     names = {t.native_id: t.name for t in threading.enumerate()}
     tick = os.sysconf("SC_CLK_TCK")
@@ -49,7 +52,7 @@ def _thread_cpu_s() -> collections.Counter:
         except OSError:  # the thread ended meanwhile
             continue
         name = names.get(int(task.name), "")
-        out[name if name in own else "ray and libraries"] += (int(after_comm[11]) + int(after_comm[12])) / tick  # utime, stime
+        out[name if name in own else OTHER_THREADS] += (int(after_comm[11]) + int(after_comm[12])) / tick  # utime, stime
     return out
 
 
@@ -185,10 +188,11 @@ def bench_ray(seconds: float, env: str, collectors: int = 1, address: str | None
         # Ray's threads in the learner process, less what those threads cost without Ray (the
         # process row). Consolidation into the replay is not counted: rings pay it too.
         share = intake["thread_core_share"]
-        base = proc.get("thread_core_share", {}).get("ray and libraries", 0.0) if ok else 0.0
-        intake["intake_core_share"] = share.get("ray-intake", 0.0) + share.get("ray and libraries", 0.0) - base
+        base = proc["thread_core_share"].get(OTHER_THREADS, 0.0) if ok else 0.0
+        thread, ray_threads = share.get("ray-intake", 0.0), share.get(OTHER_THREADS, 0.0) - base
+        intake["intake_core_share"] = thread + ray_threads
         print(f"  Ray intake at {intake['records_per_s']:,.0f} transitions/s: {intake['intake_core_share']:.1%} of a core "
-              f"(intake thread {share.get('ray-intake', 0.0):.1%}, Ray's threads {share.get('ray and libraries', 0.0) - base:.1%}"
+              f"(intake thread {thread:.1%}, Ray's threads {ray_threads:.1%}"
               f"{'' if ok else ', without the process row to subtract'})", flush=True)
     return {"env": env, "collectors": collectors, "envs_per_collector": envs_per_collector, "seconds": seconds,
             "address": address if not own else "local one-node cluster", "rows": out}

@@ -31,13 +31,17 @@ def marked_processes(mark):
     return found
 
 
+def parent_pid(pid: int) -> int:
+    """The parent's pid, from /proc (the field after the command name, which may hold spaces)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def collector_pids(mark, main_pid):
     """The run's collector processes: its children, less multiprocessing's resource tracker."""
     found = []
     for p in marked_processes(mark):
         try:
-            ppid = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == main_pid and b"resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes():
+            if parent_pid(p) == main_pid and b"resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes():
                 found.append(p)
         except (OSError, ValueError, IndexError):
             pass

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tests.catch_env import stamp
-from tests.proc_utils import CATCH, ROOT, check_clean, read_until, segments, start
+from tests.proc_utils import CATCH, ROOT, check_clean, parent_pid, read_until, segments, start
 
 pytestmark = pytest.mark.ray
 
@@ -33,12 +33,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _cmdline(pid: int | str) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+
+
 def _ray_processes() -> list[str]:
     """Command lines of Ray's processes on this machine (raylets, GCS, workers, actors)."""
     out = []
     for d in Path("/proc").glob("[0-9]*"):
         try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cmd = _cmdline(d.name)
         except OSError:
             continue
         if "raylet" in cmd or "gcs_server" in cmd or cmd.startswith("ray::") or "default_worker.py" in cmd:
@@ -50,21 +54,13 @@ def _actor_processes() -> list[str]:
     return [p for p in _ray_processes() if "RemoteCollector" in p]
 
 
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def _cmdline(pid: int) -> str:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-
-
 def _lose_node(raylet: int) -> None:
     """What a machine failure looks like to Ray: the node's raylet and every process it started
     (its workers, actors and agents) vanish at once."""
     children = []
     for d in Path("/proc").glob("[0-9]*"):
         try:
-            if _parent(int(d.name)) == raylet:
+            if parent_pid(int(d.name)) == raylet:
                 children.append(int(d.name))
         except (OSError, ValueError, IndexError):
             continue
@@ -173,7 +169,7 @@ def test_catch_through_ray_actors_exactly_once_in_order_through_a_killed_actor_a
     lines = []
     assert read_until(proc, "[MAIN] Epoch 2 ", lines, timeout=300), "".join(lines)[-3000:]
     started = next(ln for ln in lines if "Ray collector(s)" in ln)
-    actors = {int(pid): _parent(int(pid)) for pid in re.findall(r"pid (\d+)", started)}
+    actors = {int(pid): parent_pid(int(pid)) for pid in re.findall(r"pid (\d+)", started)}
     # raylets of the worker nodes run with socket names raylet.1, raylet.2; the head's is "raylet"
     on_worker = [pid for pid, raylet in actors.items() if re.search(r"sockets/raylet\.\d+ ", _cmdline(raylet))]
     assert on_worker, ("no actor on a worker node", started, {p: _cmdline(r)[:100] for p, r in actors.items()})
