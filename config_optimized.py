@@ -72,6 +72,12 @@ class CollectorConfig:
         """Process collectors and Ray collectors: each owns envs_per_collector replay streams."""
         return self.num_collectors + self.ray_collectors
 
+    @property
+    def env_streams(self) -> int:
+        """The replay's env streams, one per env of every collector: whatever builds, checks or
+        paces a run's replay counts them here (the trainer, the resume and buffer checks)."""
+        return self.total_collectors * self.envs_per_collector
+
 
 @dataclass
 class ReplayConfig:
@@ -92,6 +98,8 @@ class LearnerConfig:
     model_arch: str = doc("Q-network: conv layers with BatchNorm, or the plain Nature DQN", "batchnorm",
                           choices=("batchnorm", "nature"))
     dueling: bool = doc("dueling Q head", False)
+    quantiles: int = doc("QR-DQN (Dabney et al. 2018): learn this many quantiles of the return per action with the "
+                         "quantile Huber loss, and act on their mean; 0 = plain DQN (the expected return)", 0)
     batch_size: int = doc("samples per micro-batch", 32)
     grad_accum_steps: int = doc("micro-batches accumulated per optimizer step (effective batch = batch_size x this)", 1)
     replay_ratio: float = doc("samples trained per agent step, enforced both ways (4 = batch 32 every 8 steps)", 4.0)
@@ -101,6 +109,9 @@ class LearnerConfig:
     max_grad_norm: float = doc("gradient-norm clip; 0 disables", 10.0)
     target_update_interval: int = doc("optimizer steps between target-network syncs", 500)
     double_dqn: bool = doc("Double DQN targets", True)
+    bn_targets: str = doc("BatchNorm statistics the s' forwards of the targets normalize with: the running ones "
+                          "(eval mode), or the s' batch's own, as Q(s) is normalized in training", "running",
+                          choices=("running", "batch"))
     amp: bool = doc("mixed precision (bf16 autocast on CPU, fp16 + GradScaler on CUDA)", True)
     amp_dtype: str = doc("autocast dtype (fp16 needs CUDA)", "auto", choices=("auto", "bf16", "fp16"))
     compile: bool = doc("torch.compile the learner's network", False)

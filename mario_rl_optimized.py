@@ -111,15 +111,28 @@ def run_push(args: argparse.Namespace) -> int:
 
 def check_resume(cfg) -> None:
     """Fail on a checkpoint or replay file that cannot continue this run, before any process starts."""
-    from pipeline.checkpoint import CHECKPOINT_NAME, load
+    from pipeline.checkpoint import CHECKPOINT_NAME, CheckpointError, load
     from pipeline.replay import Storage, snapshot
 
     run_dir = Path(cfg.run.run_dir)
-    load(run_dir / CHECKPOINT_NAME, cfg.env, None, cfg.env_options.frame_stack)
-    if cfg.run.save_replay and (run_dir / snapshot.REPLAY_NAME).exists():
-        streams = cfg.collectors.num_collectors * cfg.collectors.envs_per_collector
-        snapshot.check_fits(run_dir / snapshot.REPLAY_NAME, cfg.env, cfg.env_options.frame_stack,
-                            Storage.fitted_capacity(cfg.replay.buffer_size, streams), streams)
+    path = run_dir / CHECKPOINT_NAME
+    state = load(path, cfg.env, None, cfg.env_options.frame_stack)
+    # The run's config.json keeps the network fixed on a resume; for a run saved before run records,
+    # only the checkpoint can say what network its weights fit.
+    for key in ("model_arch", "dueling", "quantiles"):
+        if key in state["meta"] and state["meta"][key] != cfg.get(key):
+            raise CheckpointError(f"checkpoint {path} was trained with --{key.replace('_', '-')} "
+                                  f"{state['meta'][key]!r} but this run has {cfg.get(key)!r}; resume with the "
+                                  "settings it was trained with, or start a new run without --resume")
+    replay = run_dir / snapshot.REPLAY_NAME
+    if cfg.run.save_replay and replay.exists():
+        streams = cfg.collectors.env_streams
+        saved = snapshot.check_fits(replay, cfg.env, cfg.env_options.frame_stack,
+                                    Storage.fitted_capacity(cfg.replay.buffer_size, streams), streams)
+        # the file the run will load (pipeline.resume loads it only if it was saved with this checkpoint):
+        # read it whole now, so that damage is refused here and not half-way through the load
+        if saved["env_steps"] == state.get("counters", {}).get("env_steps"):
+            snapshot.verify(replay)
 
 
 def train(**overrides):

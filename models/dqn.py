@@ -33,54 +33,65 @@ def _conv_out_hw(size: int) -> int:
 
 
 class _QHead(nn.Module):
-    """Linear Q head, optionally dueling (Wang et al. 2016): Q = V + A - mean(A)."""
+    """Linear head, optionally dueling (Wang et al. 2016): Q = V + A - mean(A). It outputs
+    ``n_atoms`` values per action: the Q-value (1), or the quantiles of the return (QR-DQN)."""
 
-    def __init__(self, in_features: int, n_actions: int, hidden: int, dueling: bool):
+    def __init__(self, in_features: int, n_actions: int, hidden: int, dueling: bool, n_atoms: int = 1):
         super().__init__()
-        self.dueling = dueling
+        self.dueling, self.n_actions, self.n_atoms = dueling, n_actions, n_atoms
         if dueling:
-            self.value = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, 1))
+            self.value = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, n_atoms))
             self.advantage = nn.Sequential(
-                nn.Linear(in_features, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, n_actions)
+                nn.Linear(in_features, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, n_actions * n_atoms)
             )
         else:
-            self.q = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, n_actions))
+            self.q = nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(inplace=True),
+                                   nn.Linear(hidden, n_actions * n_atoms))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, n_actions, n_atoms]."""
         if self.dueling:
-            adv = self.advantage(x)
-            return self.value(x) + adv - adv.mean(dim=1, keepdim=True)
-        return self.q(x)
+            adv = self.advantage(x).view(-1, self.n_actions, self.n_atoms)
+            return self.value(x).view(-1, 1, self.n_atoms) + adv - adv.mean(dim=1, keepdim=True)
+        return self.q(x).view(-1, self.n_actions, self.n_atoms)
 
 
 class _PixelDQN(nn.Module):
+    """``forward`` gives Q-values [B, n_actions], what acting and evaluation need; ``atoms`` gives
+    what the learner trains: [B, n_actions, 1] Q-values, or [B, n_actions, quantiles] quantiles of
+    the return whose mean is the Q-value (QR-DQN, Dabney et al. 2018)."""
+
     def __init__(self, features: nn.Sequential, in_channels: int, n_actions: int, hidden: int, dueling: bool,
-                 frame_size: int):
+                 frame_size: int, quantiles: int = 0):
         super().__init__()
         self.in_channels = in_channels
         self.n_actions = n_actions
+        self.quantiles = quantiles
         self.features = features
         hw = _conv_out_hw(frame_size)
-        self.head = _QHead(64 * hw * hw, n_actions, hidden, dueling)
+        self.head = _QHead(64 * hw * hw, n_actions, hidden, dueling, max(1, quantiles))
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def atoms(self, obs: torch.Tensor) -> torch.Tensor:
         # uint8 in, scaled here: one fused multiply, and under autocast the convs run in bf16/fp16.
         x = obs.float().mul_(1.0 / 255.0) if obs.dtype == torch.uint8 else obs
         x = self.features(x)
         return self.head(torch.flatten(x, 1))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.atoms(obs).mean(2)
 
 
 class BatchNormDQN(_PixelDQN):
     """Nature conv stack with BatchNorm, no conv bias (BatchNorm's shift replaces it), Kaiming init."""
 
     def __init__(self, in_channels: int, n_actions: int, hidden: int = 512, dueling: bool = False,
-                 frame_size: int = 84):
+                 frame_size: int = 84, quantiles: int = 0):
         features = nn.Sequential(
             nn.Conv2d(in_channels, 32, 8, stride=4, bias=False), nn.BatchNorm2d(32), nn.ReLU(inplace=True),
             nn.Conv2d(32, 64, 4, stride=2, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
             nn.Conv2d(64, 64, 3, stride=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
         )
-        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size)
+        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles)
         for m in self.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
                 nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
@@ -92,20 +103,20 @@ class NatureDQN(_PixelDQN):
     """Mnih et al. 2015, unchanged (PyTorch default init, conv bias, no BatchNorm): the benchmark baseline."""
 
     def __init__(self, in_channels: int, n_actions: int, hidden: int = 512, dueling: bool = False,
-                 frame_size: int = 84):
+                 frame_size: int = 84, quantiles: int = 0):
         features = nn.Sequential(
             nn.Conv2d(in_channels, 32, 8, stride=4), nn.ReLU(inplace=True),
             nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(inplace=True),
             nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(inplace=True),
         )
-        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size)
+        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles)
 
 
 MODELS = {"batchnorm": BatchNormDQN, "nature": NatureDQN}
 
 
-def build_model(arch: str, in_channels: int, n_actions: int, dueling: bool = False) -> nn.Module:
-    """Build a Q-network by name ('batchnorm' or 'nature')."""
+def build_model(arch: str, in_channels: int, n_actions: int, dueling: bool = False, quantiles: int = 0) -> nn.Module:
+    """Build a Q-network by name ('batchnorm' or 'nature'); ``quantiles`` > 0 makes it a QR-DQN."""
     if arch not in MODELS:
         raise ValueError(f"model_arch={arch!r} is not a model; choose one of {sorted(MODELS)}")
-    return MODELS[arch](in_channels, n_actions, dueling=dueling)
+    return MODELS[arch](in_channels, n_actions, dueling=dueling, quantiles=quantiles)

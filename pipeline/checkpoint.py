@@ -23,7 +23,8 @@ def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_r
     random state (torch, Python, the replay sampler's), so a resumed run draws what it would have."""
     state = {
         "meta": {"env": cfg.env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
-                 "model_arch": cfg.learner.model_arch, "dueling": cfg.learner.dueling, "version": 1},
+                 "model_arch": cfg.learner.model_arch, "dueling": cfg.learner.dueling,
+                 "quantiles": cfg.learner.quantiles, "version": 1},
         "config": cfg.flat(),
         "learner": learner,
         "counters": counters,

@@ -30,10 +30,12 @@ class CollectorSpec:
     model_arch: str
     dueling: bool
     seed: int
+    quantiles: int = 0
 
     @classmethod
     def of(cls, cfg: Config) -> CollectorSpec:
-        return cls(cfg.env, cfg.env_options, cfg.collectors, cfg.learner.model_arch, cfg.learner.dueling, cfg.seed)
+        return cls(cfg.env, cfg.env_options, cfg.collectors, cfg.learner.model_arch, cfg.learner.dueling, cfg.seed,
+                   cfg.learner.quantiles)
 
 
 def epsilon_schedule(c: CollectorConfig, global_steps: int) -> float:
@@ -58,6 +60,7 @@ class Publisher:
     MAX_PENDING = 1024  # finished games held back from dropped pushes; older ones are given up
 
     def __init__(self, ring, rollout, drop: bool, stop):
+        """``stop()``: whether to give up a wait for room (asked to stop, or the learner died)."""
         self.ring, self.rollout, self.drop, self.stop = ring, rollout, drop, stop
         self.pending: tuple | None = None  # (frames, fields) of STATS records still to send
 
@@ -131,7 +134,8 @@ def make_envs_and_policy(spec: CollectorSpec):
     from wrappers import BatchedEnv
 
     env = BatchedEnv(spec.env, spec.env_options, spec.collectors.envs_per_collector)
-    model = build_model(spec.model_arch, spec.env_options.frame_stack, env.n_actions, spec.dueling).eval()
+    model = build_model(spec.model_arch, spec.env_options.frame_stack, env.n_actions, spec.dueling,
+                        spec.quantiles).eval()
     return env, model
 
 
@@ -168,24 +172,29 @@ def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, par
     c = spec.collectors
     ring = Ring.attach(ring_name, c.queue_capacity)
     control = ControlBlock.attach(control_name, n_weights)
+
+    def give_up() -> bool:
+        # Every wait below (first weights, the allowance, room in a full ring) ends on this. A
+        # learner killed with SIGKILL never sets the stop flag, and nobody will drain the ring,
+        # raise the allowance or publish weights again: its death ends the waits too.
+        return control.stop or os.getppid() != parent_pid
+
     env, model = make_envs_and_policy(spec)
     scratch = torch.empty(n_weights)
     while not control.load_if_new(model, scratch):  # act only with the learner's weights
-        if control.stop or os.getppid() != parent_pid:
+        if give_up():
             return
         time.sleep(0.01)
 
     rollout = make_rollout(spec, env, model, collector_seed(spec.seed, index, launch))
     exploration = Exploration(c, index)
     block = ring.block
-    publisher = Publisher(ring, rollout, c.drop_when_full, lambda: control.stop)
+    publisher = Publisher(ring, rollout, c.drop_when_full, give_up)
 
-    while not control.stop:
-        if os.getppid() != parent_pid:  # the learner died: nobody will drain the ring
-            break
+    while not give_up():
         control.load_if_new(model, scratch)
         if block.held_back():  # replay-ratio throttle: the learner is behind
-            block.wait_for_allowance(lambda: control.stop or os.getppid() != parent_pid)
+            block.wait_for_allowance(give_up)
             continue
         act_ns, step_ns = rollout.act_ns, rollout.step_ns
         frames, fields, live, _ = rollout.step(exploration.epsilon(control.global_steps))

@@ -2,6 +2,7 @@
 the value and the fix, before any process starts; dubious ones come back as warnings."""
 from __future__ import annotations
 
+import math
 import os
 import platform
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from config_optimized import COLLECTOR_BYTES, FIELDS, FRAME_BYTES, REPLAY_META_BYTES, Config, ConfigError
 
 from .hardware import Hardware, resolve_device
+from .ratio import ReplayRatio
 
 # The rings and the weight seqlock publish with plain stores and rely on the CPU keeping them in
 # program order, which x86-64 (TSO) does and arm64 does not.
@@ -102,11 +104,21 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
     if lrn.batch_size > rep.buffer_size:
         bad("batch_size", f"is larger than --buffer-size {rep.buffer_size}; lower the batch or raise the buffer")
-    total_envs = col.total_collectors * col.envs_per_collector
+    total_envs = col.env_streams
     per_env = rep.buffer_size // total_envs
     if per_env < opts.frame_stack + rep.n_step + 2:
         bad("buffer_size", f"gives {per_env} slots to each of {total_envs} envs; need at least "
                            f"frame_stack + n_step + 2 = {opts.frame_stack + rep.n_step + 2}")
+    # The first update samples n_step + 1 records of a stream; the prefetcher waits for them (a
+    # --learning-starts of 0 is fine), but collectors play only a head start past --learning-starts
+    # before the learner trains, so with many streams and a long n_step they could wait on each other.
+    first_batch = total_envs * (rep.n_step + 1)
+    head_start = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, lrn.learning_starts, total_envs).slack
+    if lrn.learning_starts + head_start < first_batch:
+        bad("learning_starts", f"is too small for {total_envs} env streams and --n-step {rep.n_step}: the first batch "
+                               f"needs {rep.n_step + 1} records in a stream ({first_batch:,} agent steps in all) and "
+                               f"collectors play only {head_start:,.0f} steps past --learning-starts before the "
+                               f"learner trains; use --learning-starts {math.ceil(first_batch - head_start)} or more")
     if col.queue_capacity < col.envs_per_collector:
         bad("queue_capacity", f"must hold at least one step of all {col.envs_per_collector} envs of a collector")
     collectors_need = col.num_collectors * COLLECTOR_BYTES

@@ -77,5 +77,9 @@ class Consolidator(threading.Thread):
                     last_log = time.monotonic()
                     self.log(f"[PROCESSOR] Processed: {self.processed:,}, Batches: {self.batches:,}, Drops: {self.drops():,}, "
                              f"Buffer: {len(self.replay):,}, Consolidated Queue: {self.pending():,}")
+            # The stop comes after the collectors were joined and the Ray intake stopped, so what
+            # they delivered since the last drain (and the games it finishes) is final: take it.
+            while self.drain_once():
+                pass
         except BaseException as e:  # surfaced by the trainer's main loop
             self.error = e

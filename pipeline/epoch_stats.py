@@ -22,6 +22,7 @@ class EpochWindow:
     losses: list = field(default_factory=list)
     td_errors: list = field(default_factory=list)
     q_means: list = field(default_factory=list)
+    grad_norms: list = field(default_factory=list)  # before clipping: a spike precedes a collapse
     idle_s: float = 0.0           # the learner loop waiting for agent steps to pay for an update
     wait_batch_s: float = 0.0     # waiting for the prefetch thread's batch
     update_s: float = 0.0         # inside Learner.update
@@ -31,6 +32,7 @@ class EpochWindow:
         self.losses.append(out["loss"])
         self.td_errors.append(out["td_error"])
         self.q_means.append(out["q_mean"])
+        self.grad_norms.append(out["grad_norm"])
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     ret = _mean(g.ret for g in games)
     length = _mean(g.length for g in games)
     dist = _mean(g.x_pos for g in games) if e.mario else None
-    loss, td, q_mean = _mean(w.losses), _mean(w.td_errors), _mean(w.q_means)
+    loss, td, q_mean, grad_norm = _mean(w.losses), _mean(w.td_errors), _mean(w.q_means), _mean(w.grad_norms)
     r = speed(dt, e.env_steps - w.env_steps, e.updates - w.updates, w.update_s,
               {k: e.collector_ns[k] - w.collector_ns[k] for k in e.collector_ns})
     sps, ups, busy, share = r["env_steps_per_s"], r["updates_per_s"], r["learner_busy"], r["collector_share"]
@@ -97,7 +99,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}",
     ]
     row = {"epoch": e.epoch, "env_steps": e.env_steps, "updates": e.updates, "wall_s": round(e.wall_s, 3),
-           "loss": loss, "td_error": td, "q_mean": q_mean, "epsilon": e.epsilon, "return_mean": ret,
+           "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "epsilon": e.epsilon, "return_mean": ret,
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": e.drops,
            "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,

@@ -102,7 +102,8 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     if int(env.action_space.n) != meta["n_actions"]:
         raise ckpt.CheckpointError(f"checkpoint {checkpoint} has {meta['n_actions']} actions but {cfg.env} with "
                                    f"these settings has {env.action_space.n}; was it trained with another action set?")
-    model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"])
+    model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"],
+                        meta.get("quantiles", 0))  # checkpoints from before QR-DQN have none
     model.load_state_dict(state["learner"]["model"])
     model.eval()
     rng = np.random.default_rng(seed)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
+
+import numpy as np
 
 
 class Prefetcher(threading.Thread):
@@ -12,27 +15,68 @@ class Prefetcher(threading.Thread):
         self.replay, self.learner, self.batch_size = replay, learner, batch_size
         self.queue: queue.Queue = queue.Queue(maxsize=depth)
         self.stop_event = threading.Event()
+        # Set once the first batch is queued: until then the replay may not yet be able to serve
+        # one (_first_sample), and the trainer keeps its health checks going instead of blocking.
+        self.ready = threading.Event()
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
-            while not self.stop_event.is_set():
-                batch = self.learner.to_device(self.replay.sample(self.batch_size))
+            sample = self._first_sample()
+            while sample is not None and not self.stop_event.is_set():
+                batch = self.learner.to_device(sample)
                 while not self.stop_event.is_set():
                     try:
                         self.queue.put(batch, timeout=0.1)
+                        self.ready.set()
                         break
                     except queue.Full:
                         pass
+                sample = self.replay.sample(self.batch_size)
         except BaseException as e:
             self.error = e
+
+    def _first_sample(self) -> dict | None:
+        """The first batch, once the replay can serve one (None if stopped before). A small
+        --learning-starts (0 is common with SB3 and CleanRL) lets learning start before the
+        streams hold the n_step + 1 records a transition needs, the more likely the more streams
+        there are: the learner then waits for them, as the collectors' head start plays on
+        (config_check refuses a --learning-starts too small for that head start to cover)."""
+        while not self.stop_event.is_set():
+            valid, stored = self._count_valid()
+            if valid:
+                try:
+                    return self.replay.sample(self.batch_size)
+                except RuntimeError:
+                    # The sampler redraws an invalid pick 100 times: while under a quarter of the
+                    # records can start a transition, that can fail by chance and the next records
+                    # make it likelier to succeed; above a quarter it fails about never (0.75^100).
+                    if 4 * valid >= stored:
+                        raise
+            time.sleep(0.01)
+        return None
+
+    def _count_valid(self) -> tuple[int, int]:
+        """(stored records that can start a sampled transition, stored records): one pass over
+        the replay, under its lock."""
+        st = self.replay.storage
+        with st.lock:
+            filled = np.minimum(st.written, st.stream_len)
+            streams = np.repeat(np.arange(st.num_streams), filled)
+            positions = np.arange(len(streams)) - np.repeat(np.cumsum(filled) - filled, filled)
+            valid = st.valid(streams, positions, self.replay.frame_stack, self.replay.n_step)
+            return int(valid.sum()), len(streams)
+
+    def check(self) -> None:
+        """Raise if the thread failed or ended."""
+        if self.error is not None:
+            raise RuntimeError("prefetch thread failed") from self.error
+        if not self.is_alive():
+            raise RuntimeError("prefetch thread stopped")
 
     def get(self, timeout: float = 5.0) -> dict:
         while True:
             try:
                 return self.queue.get(timeout=timeout)
             except queue.Empty:
-                if self.error is not None:
-                    raise RuntimeError("prefetch thread failed") from self.error
-                if not self.is_alive():
-                    raise RuntimeError("prefetch thread stopped")
+                self.check()

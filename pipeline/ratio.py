@@ -2,9 +2,9 @@
 
 The learner trains an update only when the agent steps played since learning started pay for
 it (never more samples per step than the ratio), and collectors may run ahead of the learner
-by a bounded head start (never fewer). The trainer asks ``update_due`` before each update and
-gives collectors ``allowance`` more steps; the benchmark waits out the head start before it
-measures.
+by a bounded head start (never fewer), all of them together. The trainer asks ``update_due``
+before each update and shares ``allowance`` more steps out between the collectors (``shares``);
+the benchmark waits out the head start before it measures.
 """
 from __future__ import annotations
 
@@ -34,7 +34,16 @@ class ReplayRatio:
         return steps >= self.start and (steps - self.start) * self.ratio - samples_trained >= self.batch
 
     def allowance(self, steps: int, samples_trained: int, in_flight: int) -> int:
-        """Agent steps collectors may still play: up to ``slack`` beyond what the trained samples
-        paid for (``in_flight``: steps played but not yet counted, still in the queues)."""
+        """Agent steps all collectors together may still play: up to ``slack`` beyond what the
+        trained samples paid for (``in_flight``: steps played but not yet counted, still in the
+        queues)."""
         paid = self.start if steps < self.start else self.start + samples_trained / self.ratio
         return int(max(0, paid + self.slack - steps - in_flight))
+
+
+def shares(headroom: int, collectors: int) -> list[int]:
+    """``headroom`` agent steps shared out between ``collectors``, as equal as whole steps allow.
+    Each collector plays its allowance between two of the trainer's calls (an update, a
+    checkpoint), so the whole headroom to every one would let N of them run N times ahead."""
+    share, rest = divmod(max(0, headroom), max(1, collectors))
+    return [share + (i < rest) for i in range(collectors)]

@@ -264,11 +264,25 @@ class RayCollectors:
         self.stop_event.set()
         if self.thread.is_alive():
             self.thread.join(timeout=5)
+        if not self.thread.is_alive() and self.error is None:  # the intake thread is gone: its queues are ours
+            try:
+                self._receive_finished()
+            except Exception:  # a lost cluster: the batches are lost with it, the shutdown goes on
+                pass
         for src in self.sources:
             try:
                 ray.kill(src.actor, no_restart=True)
             except Exception:
                 pass
+
+    def _receive_finished(self) -> None:
+        """The last intake: batches the actors finished before the stop, oldest first per actor
+        (stream order), for the consolidator's last drain; the ones still playing are given up."""
+        import ray
+
+        for src in self.sources:
+            while src.in_flight and ray.wait([src.in_flight[0][0]], timeout=0)[0]:
+                self._receive(src)
 
     def close(self) -> None:
         ray_cluster.disconnect()

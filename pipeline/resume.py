@@ -32,7 +32,15 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     to collect before training goes on (the rest of warm-up, or a whole refill)."""
     path = run_dir / ckpt.CHECKPOINT_NAME
     state = ckpt.load(path, cfg.env, n_actions, cfg.env_options.frame_stack)
-    learner.load_state_dict(state["learner"])
+    try:
+        learner.load_state_dict(state["learner"])
+    except (KeyError, RuntimeError, ValueError, TypeError) as e:  # torch names the tensors that do not fit
+        raise ckpt.CheckpointError(f"checkpoint {path} does not fit this run's learner ({type(e).__name__}: "
+                                   f"{' '.join(str(e).split())[:300]}); resume with the settings it was trained with, "
+                                   "or start a new run without --resume") from None
+    if learner.scaler.is_enabled() and not state["learner"]["scaler"]:
+        log(f"[MAIN] {path} was trained without fp16 loss scaling (CPU bf16 or fp32); this run uses fp16: its "
+            "GradScaler starts at the initial scale")
     c = state["counters"]
     counters = RunCounters(int(c["env_steps"]), int(c["episodes"]), int(c["samples_trained"]), float(c["wall_s"]),
                            int(c["epoch"]),

@@ -106,7 +106,10 @@ class Ring:
 
     def push_blocking(self, frames: np.ndarray, stop, drop: bool, **fields) -> bool:
         """Push, waiting for space (backpressure, wait time counted) or, with ``drop``, dropping
-        the batch (counted). Returns False if the batch was dropped or ``stop()`` became true."""
+        the batch (counted). Returns False if the batch was dropped or ``stop()`` became true.
+
+        ``stop()`` is the wait's only way out while nobody drains the ring: a collector's must
+        turn true when its learner dies, not only when the learner asks it to stop."""
         n = len(frames)
         if not self.has_room(n):
             if drop:

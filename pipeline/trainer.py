@@ -29,11 +29,11 @@ from .epoch_stats import EpochEnd, EpochWindow, epoch_report, eta
 from .control import ControlBlock
 from .episodes import EPISODES_NAME, SCORE_WINDOW, ScoreTracker, episode_row
 from .hardware import Hardware, learner_threads, resolve_device
-from .learner import Learner
+from .learner import Learner, TrainingDiverged
 from .metrics import MetricsLog
 from .periodic_eval import PeriodicEval
 from .prefetch import Prefetcher
-from .ratio import ReplayRatio
+from .ratio import ReplayRatio, shares
 from .record import record_markdown, run_record, write_record
 from .replay import Replay
 from .resume import RunCounters, resume, save_replay
@@ -131,7 +131,7 @@ class Trainer:
                                          run.processor_log_interval, self.remote)
         self.prefetcher = Prefetcher(self.replay, self.learner, lrn.batch_size, rep.prefetch_batches)
         self.ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, self.base_steps + self.refill_steps,
-                                 col.total_collectors * col.envs_per_collector)
+                                 col.env_streams)
         self.samples_trained_run = 0  # samples trained by this process (the replay ratio counts from its start)
         self.update_s_total = 0.0     # seconds inside learner.update, for outside observers (benchmark)
         self.log(f"[MAIN] {cfg.env}: {self.n_actions} actions, device {self.device}, profile {cfg.profile}, "
@@ -154,13 +154,25 @@ class Trainer:
         return [r.block for r in self.rings] + ([s.block for s in self.remote.sources] if self.remote else [])
 
     def _set_allowance(self, steps: int) -> None:
-        """Hold collectors back when the learner falls behind the replay ratio."""
+        """Hold collectors back when the learner falls behind the replay ratio: the headroom is
+        the collectors' together, each gets its share."""
         headroom = self.ratio.allowance(steps, self.samples_trained_run, self.consolidator.pending())
-        for block in self.blocks():
-            block.allow(headroom)
+        blocks = self.blocks()
+        for block, share in zip(blocks, shares(headroom, len(blocks))):
+            block.allow(share)
+
+    def check_finite(self) -> None:
+        """Weights that are not finite reach neither the collectors nor a checkpoint file: the run
+        stops, and its last checkpoint keeps the last finite ones. The learner skips every step
+        with a non-finite loss or gradient, so this guards what it cannot see (an overflowing
+        optimizer step, a poisoned BatchNorm statistic) at the intervals where weights leave."""
+        if not self.learner.is_finite():
+            raise TrainingDiverged(f"the weights or BatchNorm statistics are not finite after update "
+                                   f"{self.learner.updates:,}; neither published nor saved")
 
     def publish(self) -> None:
         """The learner's weights to every collector: shared memory, and the object store for Ray's."""
+        self.check_finite()
         self.control.publish(self.learner.model)
         if self.remote is not None:
             self.remote.publish(self.learner.model)
@@ -211,6 +223,14 @@ class Trainer:
                 self.prefetcher.start()
                 prefetch_started = True
                 self.log(f"[MAIN] Learning starts at {steps:,} agent steps")
+            if not self.prefetcher.ready.is_set():
+                # The replay cannot serve a batch yet (a small --learning-starts): wait here, where
+                # the health checks and the stop conditions above keep running.
+                self.prefetcher.check()
+                t0 = time.perf_counter()
+                time.sleep(0.005)
+                window.idle_s += time.perf_counter() - t0
+                continue
             t0 = time.perf_counter()
             batches = [self.prefetcher.get() for _ in range(cfg.learner.grad_accum_steps)]
             t1 = time.perf_counter()
@@ -226,7 +246,7 @@ class Trainer:
                 continue
             if self.replay.sampler.prioritized:
                 for b, td in zip(batches, out["td_abs"]):
-                    self.replay.update_priorities(b["stream"], b["pos"], td.float().cpu().numpy())
+                    self.replay.update_priorities(b["stream"], b["pos"], td.float().cpu().numpy(), b["seq"])
                 self.replay.sampler.anneal(steps / cfg.total_steps)
             self.samples_trained_run += spu
             self.samples_trained += spu
@@ -295,6 +315,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(self, name: str = ckpt.CHECKPOINT_NAME, best: dict | None = None) -> Path:
+        self.check_finite()  # periodic, best and evaluation saves; the final save checks first itself
         path = self.run_dir / name
         steps = self.env_steps()
         counters = {"env_steps": steps, "episodes": self.base_episodes + self.consolidator.episodes_total,

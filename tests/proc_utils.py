@@ -48,8 +48,17 @@ def collector_pids(mark, main_pid):
     return found
 
 
+def running(pid: int) -> bool:
+    """Alive and not a zombie: a collector whose learner died is adopted, then reaped later."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def segments(pid):
-    return list(Path("/dev/shm").glob(f"dqnrl_{pid}_*"))
+    """The shared-memory segments a learner with this pid made (``dqnrl_<pid>-<run token>_<tag>``)."""
+    return list(Path("/dev/shm").glob(f"dqnrl_{pid}-*"))
 
 
 def start(args, mark, preexec_fn=None):

@@ -206,3 +206,16 @@ def test_a_reward_scale_under_clipping_is_a_warning():
     assert any("--reward-scale 0.5 has no effect while --clip-rewards is on" in w for w in warnings)
     mario, _, _ = build_config({"clip_rewards": True}, hw(2))  # over the Mario preset's scale
     assert mario.env_options.reward_scale == 0.1 and any("--reward-scale" in w for w in validate(mario, hw(2)))
+
+
+def test_learning_starts_0_is_accepted_where_the_collectors_head_start_fills_the_first_batch():
+    """The learner waits for the first batch (tests/test_learner.py); --learning-starts 0 is
+    refused only where collectors would stop before every stream holds n_step + 1 records."""
+    assert isinstance(validate(Config().replace(learning_starts=0), hw(2)), list)
+    assert isinstance(validate(Config().replace(learning_starts=0, envs_per_collector=256, buffer_size=20_000),
+                               hw(2)), list)
+    msg = _error(learning_starts=0, envs_per_collector=300, n_step=5, buffer_size=20_000)
+    assert msg.startswith("--learning-starts 0: is too small for 300 env streams and --n-step 5") and \
+        "use --learning-starts 600 or more" in msg, msg
+    assert isinstance(validate(Config().replace(learning_starts=600, envs_per_collector=300, n_step=5,
+                                                buffer_size=20_000), hw(2)), list)

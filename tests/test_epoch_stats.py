@@ -18,7 +18,7 @@ def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
     start = {"env": 0, "act": 0, "queue_wait": 0, "throttle": 0}
     w = EpochWindow(t=100.0, env_steps=10_000, updates=500, collector_ns=start, consolidation_s=1.0)
     for loss in (0.5, 0.3):
-        w.add_update({"loss": loss, "td_error": 2 * loss, "q_mean": 1.0})
+        w.add_update({"loss": loss, "td_error": 2 * loss, "q_mean": 1.0, "grad_norm": 3.0})
     w.update_s, w.idle_s = 15.0, 4.0
     games = [Episode(ret=600.0 + 10 * i, length=200, x_pos=700.0 + 10 * i, flag=i == 19, env_steps=0, t=0.0)
              for i in range(20)]
@@ -32,5 +32,5 @@ def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
     assert lines[1].startswith("[MAIN] Speed - 100 env steps/s, 12.00 updates/s, 384 samples/s | learner: update 75%, "
                                "wait-batch 0%, idle 20% | consolidation 1% | collectors: env 90%, act 10%,")
     assert "elapsed 1:02:05, ETA 0:10:00" in lines[1]
-    assert row["env_steps_per_s"] == 100.0 and row["learner_busy"] == 0.75 and row["q_mean"] == 1.0
+    assert row["env_steps_per_s"] == 100.0 and row["learner_busy"] == 0.75 and row["q_mean"] == 1.0 and row["grad_norm"] == 3.0
     assert row["distance_mean"] == 795.0 and row["flag_rate"] == pytest.approx(0.05)

@@ -7,11 +7,13 @@ import signal
 import time
 import uuid
 
+import numpy as np
 import pytest
 import torch
 
 from pipeline import checkpoint as ckpt
-from tests.proc_utils import CATCH, check_clean, collector_pids, read_until, run, segments, start
+from pipeline.ring import HEAD, TAIL
+from tests.proc_utils import CATCH, check_clean, collector_pids, read_until, run, running, segments, start
 
 pytestmark = pytest.mark.faults
 
@@ -60,6 +62,55 @@ def test_killed_learner_takes_collectors_down_and_next_start_sweeps_shm(tmp_path
     assert "Removed 3 shared-memory segments left by a dead run" in out
     assert segments(proc.pid) == []
     check_clean(proc2, mark2)
+
+
+def test_learner_killed_in_warm_up_takes_down_collectors_waiting_for_room(tmp_path):
+    """During warm-up the allowance is far above a 64-slot ring's room, so a collector whose
+    learner stops draining waits for room. SIGSTOP the learner first (busy, swapping, about to
+    meet the OOM killer), so the rings fill and every collector waits; then SIGKILL it: no stop
+    flag is ever set, and the collectors must still leave within seconds. (A learner killed
+    while it drains leaves room in the rings: the collector's per-step parent check ends it.)"""
+    mark, lines = uuid.uuid4().hex, []
+    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--start-method", "fork", "--num-collectors", "2",
+                  "--queue-capacity", "64", "--learning-starts", "1000000", "--total-steps", "1000000000"], mark)
+    children = []
+    try:
+        assert read_until(proc, "collector seeds", lines), "".join(lines)[-3000:]
+        children = collector_pids(mark, proc.pid)
+        assert len(children) == 2
+        headers = [np.memmap(p, np.int64, "r", shape=(16,)) for p in segments(proc.pid) if "_ring" in p.name]
+        assert len(headers) == 2
+
+        def heads():
+            return [int(h[HEAD]) for h in headers]
+        deadline = time.time() + 60
+        while time.time() < deadline and min(heads()) == 0:  # both collectors are playing
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGSTOP)
+        quiet, last = 0, heads()
+        while time.time() < deadline and quiet < 10:  # 0.5 s without a push: every collector waits
+            time.sleep(0.05)
+            now = heads()
+            quiet, last = (quiet + 1 if now == last else 0), now
+        # no room for one more step (up to 8 records: 4 envs, each with a final observation)
+        assert quiet == 10 and all(int(h[HEAD]) - int(h[TAIL]) > 64 - 8 for h in headers), "the rings never filled up"
+        proc.kill()
+        proc.wait(timeout=30)  # not its output: forked collectors that live on hold the pipe open
+        deadline = time.time() + 5
+        while time.time() < deadline and any(running(p) for p in children):
+            time.sleep(0.1)
+        alive = [p for p in children if running(p)]
+        assert not alive, f"collectors {alive} waiting for room outlived their learner by 5 s"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        for p in children:  # only after a failure: processes this test started
+            if running(p):
+                os.kill(p, signal.SIGKILL)
+        proc.stdout.close()
+        for p in segments(proc.pid):  # the killed learner's, whose creator is gone
+            p.unlink()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -152,7 +203,7 @@ def test_shared_memory_that_does_not_fit_is_a_clear_error():
     st = os.statvfs(shm.SHM_DIR)
     with pytest.raises(shm.ShmError, match=r"does not fit in /dev/shm .*--shm-size"):
         shm.create("too_big", st.f_bavail * st.f_frsize + 2**30)
-    assert not list(shm.SHM_DIR.glob(f"dqnrl_{os.getpid()}_too_big"))
+    assert not (shm.SHM_DIR / shm.segment_name("too_big")).exists()
 
 
 @pytest.mark.parametrize("flag", ["--resume", "--eval"])
@@ -197,4 +248,4 @@ def test_failure_during_setup_is_one_clear_line(tmp_path, monkeypatch):
     log = (tmp_path / "run" / "train.log").read_text()
     assert "[MAIN] Error: shared memory dqnrl_x_ring0 does not fit in /dev/shm" in log
     assert not (tmp_path / "run" / "checkpoint.pt").exists()
-    assert list(shm.SHM_DIR.glob(f"dqnrl_{os.getpid()}_*")) == []
+    assert shm.owned_segments() == []

@@ -102,6 +102,33 @@ def test_nan_batch_is_skipped_without_poisoning_weights_then_diverges():
             lrn.update([bad])
 
 
+@pytest.mark.parametrize("max_grad_norm", [10.0, 0.0])
+def test_non_finite_gradient_with_a_finite_loss_is_skipped_like_a_nan_loss(max_grad_norm):
+    """fp32 and bf16 have no GradScaler to catch an inf gradient behind a finite loss: the step
+    must be skipped, or clipping turns inf into NaN (and without clipping Adam's inf/inf does)
+    and every weight becomes NaN."""
+    from pipeline.learner import TrainingDiverged
+
+    lrn = _learner(max_grad_norm=max_grad_norm)
+    good = lrn.to_device(_batch(8))
+    lrn.update([good])
+    before = {k: v.clone() for k, v in lrn.model.state_dict().items()}
+    inf_grad = next(lrn.model.parameters()).register_hook(lambda g: torch.full_like(g, float("inf")))
+    out = lrn.update([good])
+    assert out["skipped"] and lrn.updates == 1 and lrn.bad_steps == 1
+    assert lrn.is_finite()
+    for k, v in lrn.model.state_dict().items():
+        if v.is_floating_point() and "running" not in k:
+            assert torch.equal(v, before[k]), f"{k} changed on a skipped step"
+    inf_grad.remove()
+    assert not lrn.update([good])["skipped"] and lrn.updates == 2 and lrn.bad_steps == 0
+    inf_grad = next(lrn.model.parameters()).register_hook(lambda g: torch.full_like(g, float("inf")))
+    with pytest.raises(TrainingDiverged, match="gradient was NaN/inf for 100 updates in a row"):
+        for _ in range(100):
+            lrn.update([good])
+    assert lrn.is_finite() and lrn.updates == 2
+
+
 def test_fp16_nan_loss_lowers_the_scale_and_training_goes_on():
     """CUDA's default path (fp16 autocast + an enabled GradScaler), run on the CPU, which torch
     supports: a non-finite loss must skip the step and lower the scale, not raise."""
@@ -137,3 +164,67 @@ def test_batches_move_to_the_learner_device_through_one_path(device, channels_la
     assert torch.equal(b["obs"].cpu(), torch.from_numpy(_batch(8)["obs"]))
     out = lrn.update([b])
     assert not out["skipped"] and np.isfinite(out["loss"]) and np.isfinite(out["q_mean"])
+
+
+class _OnHost:
+    """The prefetcher's learner, minus the device copy: the batches stay numpy."""
+
+    @staticmethod
+    def to_device(batch):
+        return batch
+
+
+def _one_step_of_every_env(replay, streams: int, step: int) -> None:
+    from pipeline.transition import FIRST
+
+    replay.writer.write(0, np.full((streams, 84, 84), step, np.uint8),
+                        {"env": np.arange(streams, dtype=np.uint16), "action": np.zeros(streams, np.uint8),
+                         "reward": np.ones(streams, np.float32),
+                         "flags": np.full(streams, FIRST if step == 0 else 0, np.uint8)})
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_the_first_batch_waits_until_the_replay_can_serve_one(prioritized):
+    """--learning-starts 0 with many streams: learning is due before any stream holds the
+    n_step + 1 = 4 records its first transition needs. The prefetcher waits for them (the
+    collectors play on) instead of failing the run when the sampler finds nothing to draw."""
+    import time
+
+    from pipeline.prefetch import Prefetcher
+    from pipeline.replay import Replay
+
+    streams = 256
+    replay = Replay(streams * 12, 1, streams, 4, 3, 0.99, prioritized=prioritized, seed=0)
+    prefetcher = Prefetcher(replay, _OnHost(), 32, 2)
+    prefetcher.start()
+    try:
+        for step in range(3):  # empty, then 1 and 2 records a stream: nothing to sample yet
+            time.sleep(0.2)
+            assert prefetcher.error is None and prefetcher.is_alive(), prefetcher.error
+            assert prefetcher.queue.empty()
+            _one_step_of_every_env(replay, streams, step)
+        time.sleep(0.2)  # 3 records a stream
+        assert prefetcher.error is None and prefetcher.queue.empty()
+        _one_step_of_every_env(replay, streams, 3)  # 4: each stream's first record can be sampled
+        batch = prefetcher.get(timeout=10)
+        assert (batch["pos"] == 0).all() and (batch["obs"] == 0).all()
+        assert (batch["next_obs"] == np.arange(4)[None, :, None, None]).all()  # the stack of steps 0..3
+        np.testing.assert_allclose(batch["return"], 1 + 0.99 + 0.99 ** 2, rtol=1e-6)
+    finally:
+        prefetcher.stop_event.set()
+        prefetcher.join(timeout=5)
+    assert not prefetcher.is_alive() and prefetcher.error is None
+
+
+def test_a_prefetcher_waiting_for_the_replay_stops_when_asked():
+    import time
+
+    from pipeline.prefetch import Prefetcher
+    from pipeline.replay import Replay
+
+    prefetcher = Prefetcher(Replay(64 * 12, 1, 64, 4, 3, 0.99), _OnHost(), 32, 2)
+    prefetcher.start()
+    time.sleep(0.1)
+    prefetcher.stop_event.set()
+    prefetcher.join(timeout=2)
+    assert not prefetcher.is_alive() and prefetcher.error is None

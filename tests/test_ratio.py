@@ -1,6 +1,13 @@
 """The replay-ratio control: an update only when the agent steps pay for it, collectors only a
 bounded head start ahead of the learner."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pipeline.collector_block import CollectorBlock
 from pipeline.ratio import ReplayRatio
+from pipeline.trainer import Trainer
 
 
 def test_updates_are_due_exactly_as_the_steps_pay_for_them():
@@ -26,3 +33,29 @@ def test_collectors_get_a_bounded_head_start():
     assert r.allowance(11_000, 32 * 100, 0) == 800           # 100 updates paid for 800 more steps
     assert r.allowance(11_000, 32 * 100, 300) == 500         # steps still in the queues count
     assert r.allowance(20_000, 0, 0) == 0                    # never negative
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_collectors_together_stay_within_the_head_start(n):
+    """The trainer refreshes the allowance between updates; a collector plays until its
+    allowance is spent. With a slow learner (a long update, a checkpoint) each collector uses
+    all it was given: together they must stay within one head start, not n of them."""
+    envs = 8
+    r = ReplayRatio(ratio=4.0, batch=32, start=2_000, streams=n * envs)
+    blocks = [CollectorBlock(np.zeros(32, np.int64)) for _ in range(n)]
+    trainer = SimpleNamespace(ratio=r, samples_trained_run=0, blocks=lambda: blocks,
+                              consolidator=SimpleNamespace(pending=lambda: 0))
+    leads = []
+    for _ in range(20):
+        steps = sum(b.played for b in blocks)
+        Trainer._set_allowance(trainer, steps)
+        for b in blocks:
+            while not b.held_back():  # a collector step plays every env of the collector once
+                b.played += envs
+        steps = sum(b.played for b in blocks)
+        paid = r.start + trainer.samples_trained_run / r.ratio
+        leads.append(steps - paid)
+        for _ in range(3):  # the learner trains a few updates, not all that are due
+            if r.update_due(steps, trainer.samples_trained_run):
+                trainer.samples_trained_run += r.batch
+    assert r.slack - n * envs <= min(leads) and max(leads) < r.slack + n * envs, leads  # the head start is used, once

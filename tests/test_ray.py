@@ -1,10 +1,10 @@
 """Ray collectors against a real Ray cluster started on this machine (a head and two worker
 nodes, one CPU each), driven through mario_rl_optimized.py as a user would: records arrive
 exactly once per stream and in order, the replay ratio holds, an actor whose process is killed
-and an actor whose node is lost are reported with their nodes and restarted by Ray, and nothing
-is left running (how the learning curve compares with process collectors is measured in the
-README, not asserted here). The cluster is stopped afterwards. Bad addresses are refused before
-anything starts."""
+and an actor whose node is lost are reported with their nodes and restarted by Ray, nothing is
+left running, and a run of Ray collectors resumes from the replay it saved (how the learning
+curve compares with process collectors is measured in the README, not asserted here). The
+cluster is stopped afterwards. Bad addresses are refused before anything starts."""
 import json
 import os
 import re
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tests.catch_env import stamp
-from tests.proc_utils import CATCH, ROOT, check_clean, parent_pid, read_until, segments, start
+from tests.proc_utils import CATCH, ROOT, check_clean, parent_pid, read_until, run, segments, start
 
 pytestmark = pytest.mark.ray
 
@@ -233,6 +233,31 @@ def test_pong_through_ray_actors_alone_with_a_killed_actor(cluster, tmp_path):
     assert paid - 4 * 1_100 <= last["samples_trained"] <= paid + 32, (last["samples_trained"], paid)
     _, written, _ = _streams(run_dir)
     assert len(written) == 2 * 4 and (written > 300).all(), written
+
+
+def test_a_run_of_ray_collectors_alone_resumes_from_its_saved_replay(cluster, tmp_path):
+    """Two Ray collectors and no process collector: a clean stop saves the replay of their 8
+    streams, and --resume trains on from it at once (no refill)."""
+    from pipeline.checkpoint import load
+
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    args = [*CATCH, "--run-dir", str(run_dir), "--num-collectors", "0", "--ray-address", cluster,
+            "--ray-collectors", "2", "--ray-batch", "64", "--save-replay", "true"]
+    proc, out = run([*args, "--total-steps", "1500"], mark)
+    assert proc.returncode == 0 and "[MAIN] Stopped (total_steps)" in out, out[-3000:]
+    saved = np.load(run_dir / "replay.npz")["written"]
+    assert len(saved) == 2 * 4 and saved.sum() >= 1500, saved
+    before = load(run_dir / "checkpoint.pt")["counters"]
+    proc, out = run([*args, "--total-steps", "2500", "--resume"], mark)
+    assert proc.returncode == 0 and "[MAIN] Stopped (total_steps)" in out, out[-3000:]
+    assert re.search(rf"\[MAIN\] Replay restored from {re.escape(str(run_dir / 'replay.npz'))}: "
+                     rf"{saved.sum():,} transitions.*training goes on at once", out), out[-3000:]
+    # no refill: learning goes on before the 500 steps of --learning-starts could have been played again
+    starts = int(re.search(r"\[MAIN\] Learning starts at ([\d,]+) agent steps", out).group(1).replace(",", ""))
+    assert starts < before["env_steps"] + 500, (starts, before["env_steps"])
+    after = load(run_dir / "checkpoint.pt")["counters"]
+    assert after["env_steps"] >= 2500 and after["samples_trained"] > before["samples_trained"]
+    check_clean(proc, mark)
 
 
 def test_killed_learner_leaves_no_actor_running(cluster, tmp_path):

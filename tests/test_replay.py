@@ -216,3 +216,28 @@ def test_prioritized_beta_is_annealed_to_one():
     flat = b["stream"] * replay.storage.stream_len + b["pos"]
     prob = sampler.tree.tree[flat + sampler.tree.size] / sampler.tree.total
     assert np.allclose(b["weights"] * prob, (b["weights"] * prob).max(), rtol=1e-4)
+
+
+def test_priority_write_back_skips_slots_rewritten_since_the_sample():
+    """The writer goes on while a sampled batch waits in the prefetch queue and trains: a slot
+    rewritten in between holds a new record, which keeps the priority it was written with
+    instead of taking the TD error of the record it replaced."""
+    replay = Replay(400, 1, 2, K, N, GAMMA, prioritized=True, seed=0, frame_shape=SHAPE)
+    streams = make_streams(2, 260, seed=5)
+    fill(replay, [s[:200] for s in streams])  # each 200-slot stream just full: the next write is at 0
+    b = replay.sample(64)
+    fill(replay, [s[200:] for s in streams])  # 60 more records a stream: slots 0..59 rewritten
+    tree, L = replay.sampler.tree, replay.storage.stream_len
+    leaf = tree.size + b["stream"] * L + b["pos"]
+    written_with = tree.tree[leaf].copy()
+    rewritten = b["pos"] < 60
+    assert rewritten.any() and (~rewritten).any()
+    replay.update_priorities(b["stream"], b["pos"], np.full(64, 1e3), b["seq"])
+    assert np.array_equal(tree.tree[leaf[rewritten]], written_with[rewritten])
+    assert np.allclose(tree.tree[leaf[~rewritten]], (1e3 + 1e-6) ** replay.sampler.alpha)
+    assert tree.total == pytest.approx(tree.tree[tree.size:].sum())  # the sums above the leaves agree
+    # a batch whose every slot was rewritten changes nothing
+    before = tree.tree.copy()
+    replay.update_priorities(b["stream"][rewritten], b["pos"][rewritten], np.full(rewritten.sum(), 1e3),
+                             b["seq"][rewritten])
+    assert np.array_equal(tree.tree, before)

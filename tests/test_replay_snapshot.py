@@ -60,7 +60,7 @@ def test_resumed_replay_samples_the_batches_of_an_uninterrupted_run(tmp_path, pr
     (dict(env="ALE/Pong-v5"), "env 'tests.catch_env:Catch-v0'"),
     (dict(frame_stack=2), "frame_stack 4"),
     (dict(capacity=8000), "replay capacity (--buffer-size, rounded to whole streams) 4000"),
-    (dict(num_streams=8), "env stream count (--num-collectors x --envs-per-collector) 4"),
+    (dict(num_streams=8), "env stream count ((--num-collectors + --ray-collectors) x --envs-per-collector) 4"),
 ])
 def test_replay_of_other_settings_is_refused_naming_both(tmp_path, change, named):
     replay = catch_replay(steps=20)
@@ -103,3 +103,52 @@ def test_full_disk_during_the_save_leaves_the_previous_replay(tmp_path):
         signal.signal(signal.SIGXFSZ, old_handler)
     assert path.read_bytes() == before and not (tmp_path / "replay.npz.tmp").exists()
     assert snapshot.read_meta(path)["env_steps"] == 100
+
+
+def test_a_flipped_byte_anywhere_is_refused_or_harmless(tmp_path):
+    """Bytes flipped, not cut: wherever the flip lands (zip headers, an array's deflate stream,
+    the meta, the central directory), the checks a resume runs first refuse the file by name, or
+    the file loads exactly as saved (a flip in a field zip never reads, such as a timestamp)."""
+    replay = catch_replay(steps=60, capacity=400)
+    path, damaged = tmp_path / "replay.npz", tmp_path / "damaged.npz"
+    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4, "env_steps": 240})
+    data = path.read_bytes()
+    refused = 0
+    for at in [len(data) // 3, *range(0, len(data), max(1, len(data) // 150))]:
+        flipped = bytearray(data)
+        flipped[at] ^= 0xFF
+        damaged.write_bytes(flipped)
+        try:
+            snapshot.check_fits(damaged, CATCH, 4, 400, M)
+            snapshot.verify(damaged)
+        except snapshot.ReplayFileError as e:
+            assert str(damaged) in str(e) and "--save-replay false" in str(e), (at, e)
+            refused += 1
+            continue
+        loaded = Replay(400, 1, M, 4, 3, 0.99, seed=7)
+        snapshot.load(loaded, damaged, CATCH, 4)
+        for name in snapshot.ARRAYS:
+            np.testing.assert_array_equal(getattr(loaded.storage, name), getattr(replay.storage, name), err_msg=(at, name))
+    assert refused > 140
+
+
+def test_replay_meta_without_its_step_count_is_refused_by_name(tmp_path):
+    replay = catch_replay(steps=20, capacity=400)
+    path = tmp_path / "replay.npz"
+    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4})  # no env_steps
+    with pytest.raises(snapshot.ReplayFileError, match=r"replay.npz has no valid env_steps in its meta"):
+        snapshot.check_fits(path, CATCH, 4, 400, M)
+
+
+def test_empty_uniform_replay_resumes_prioritized(tmp_path):
+    """A run stopped before any record arrived saves an empty replay; resumed with --prioritized
+    it loads as empty (no priorities to set) and fills and samples as a new one."""
+    path = tmp_path / "replay.npz"
+    snapshot.save(Replay(400, 1, M, 4, 3, 0.99, seed=7), path, {"env": CATCH, "frame_stack": 4, "env_steps": 0})
+    resumed = Replay(400, 1, M, 4, 3, 0.99, prioritized=True, seed=7)
+    assert snapshot.load(resumed, path, CATCH, 4)["env_steps"] == 0
+    assert len(resumed) == 0 and resumed.sampler.tree.total == 0
+    filled = catch_replay(prioritized=True, steps=20, capacity=400)
+    snapshot.save(filled, path, {"env": CATCH, "frame_stack": 4, "env_steps": 80})
+    snapshot.load(resumed, path, CATCH, 4)
+    assert len(resumed) == 80 and resumed.sample(8)["weights"] is not None

@@ -119,3 +119,42 @@ def test_producer_killed_mid_write_never_exposes_a_torn_record():
             assert expect % chunk == 0, "a partly written batch was published"
         finally:
             ring.close()
+
+
+def _true_after(calls: int):
+    """A stop condition that turns true on its ``calls``-th question, counting them."""
+    asked = []
+
+    def stop():
+        asked.append(1)
+        return len(asked) >= calls
+    return stop, asked
+
+
+def test_full_ring_wait_ends_when_stop_turns_true():
+    """Nobody drains this ring: only ``stop`` can end the wait, and the batch is not pushed."""
+    ring = Ring.create("test_ring_stop", 8)
+    try:
+        frames = np.zeros((8, 84, 84), np.uint8)
+        assert ring.push_blocking(frames, lambda: False, drop=False, reward=np.arange(8, dtype=np.float32))
+        stop, asked = _true_after(20)
+        assert not ring.push_blocking(frames[:1], stop, drop=False, reward=np.zeros(1, np.float32))
+        assert len(asked) == 20, "the wait ended before stop() said so"
+        assert len(ring) == 8 and ring.block.drops == 0  # given up, not dropped
+    finally:
+        ring.close()
+
+
+def test_allowance_wait_ends_when_give_up_turns_true():
+    """The learner never raises this allowance: only ``give_up`` can end the wait."""
+    ring = Ring.create("test_ring_allowance", 8)
+    try:
+        block = ring.block
+        block.allowed = block.played = 40
+        assert block.held_back()
+        give_up, asked = _true_after(5)
+        block.wait_for_allowance(give_up)
+        assert len(asked) == 5 and block.held_back()
+        assert block.throttle_ns > 0  # the wait is counted as throttled time
+    finally:
+        ring.close()

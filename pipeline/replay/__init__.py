@@ -31,12 +31,19 @@ class Replay:
             obs = st.frames[s[:, None], st.stack_indices(s, p, self.frame_stack)]
             next_obs = st.frames[s[:, None], st.stack_indices(s, boot, self.frame_stack)]
             action = st.action[s, p].astype(np.int64)
+            seq = st.sequence(s, p)
         return {"obs": obs, "action": action, "return": ret, "discount": np.where(terminated, 0.0, disc).astype(np.float32),
-                "next_obs": next_obs, "weights": weights, "stream": s, "pos": p}
+                "next_obs": next_obs, "weights": weights, "stream": s, "pos": p, "seq": seq}
 
-    def update_priorities(self, stream, pos, td_abs) -> None:
+    def update_priorities(self, stream, pos, td_abs, seq=None) -> None:
+        """Priorities from a trained batch's TD errors. ``seq``: the batch's ``"seq"``. The writer
+        goes on while the learner trains, so a sampled slot may hold a newer record by now; that
+        record keeps the priority it was written with, not the TD error of the one it replaced."""
         if self.sampler.prioritized:
             with self.storage.lock:
+                if seq is not None:
+                    same = self.storage.sequence(stream, pos) == seq
+                    stream, pos, td_abs = stream[same], pos[same], td_abs[same]
                 self.sampler.update(stream, pos, td_abs)
 
 

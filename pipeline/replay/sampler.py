@@ -103,6 +103,8 @@ class PrioritizedSampler(UniformSampler):
         return s, p, (w / w.max()).astype(np.float32)
 
     def update(self, s, p, td_abs) -> None:
+        if not len(s):  # every slot of the batch was rewritten since it was sampled
+            return
         pri = np.abs(td_abs) + 1e-6
         self.max_priority = max(self.max_priority, float(pri.max()))
         self.tree.set(s * self.storage.stream_len + p, pri ** self.alpha)

@@ -14,12 +14,17 @@ import json
 import os
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 REPLAY_NAME = "replay.npz"
 ARRAYS = ("frames", "action", "reward", "flags", "pos", "written")
+# What reading a damaged zip can raise: a flipped bit lands in a header (BadZipFile, a
+# "compression method" NotImplementedError, an "encrypted" RuntimeError), in the deflate stream
+# (zlib.error), in the sizes (EOFError) or in an array's header or the meta (ValueError).
+DAMAGED = (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError)
 
 
 class ReplayFileError(RuntimeError):
@@ -54,14 +59,52 @@ def save(replay, path: str | Path, meta: dict) -> tuple[int, float]:
     return path.stat().st_size, time.perf_counter() - t0
 
 
+def _corrupt(path: Path, e: BaseException) -> ReplayFileError:
+    return ReplayFileError(f"replay file {path} is truncated or corrupt ({type(e).__name__}); delete it to "
+                           "resume with a refilled replay, or pass --save-replay false")
+
+
 def read_meta(path: str | Path) -> dict:
+    """The file's meta, every entry a resume reads present and of its type."""
     path = Path(path)
     try:
         with np.load(path) as z:
-            return json.loads(bytes(z["meta"]).decode())
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, json.JSONDecodeError) as e:
-        raise ReplayFileError(f"replay file {path} is truncated or corrupt ({type(e).__name__}); delete it to "
-                              "resume with a refilled replay, or pass --save-replay false") from None
+            meta = json.loads(bytes(z["meta"]).decode())
+    except DAMAGED as e:
+        raise _corrupt(path, e) from None
+    # A file this project wrote always has them; without them a resume could neither tell whether
+    # the file belongs to the checkpoint nor say what it holds.
+    kinds = {"env": str, "frame_stack": int, "capacity": int, "num_streams": int, "env_steps": int}
+    entries = meta if isinstance(meta, dict) else {}
+    wrong = [k for k, kind in kinds.items() if type(entries.get(k)) is not kind]
+    if wrong:
+        raise ReplayFileError(f"replay file {path} has no valid {', '.join(wrong)} in its meta (written by another "
+                              "program, or damaged); delete it to resume with a refilled replay, or pass "
+                              "--save-replay false")
+    return meta
+
+
+def verify(path: str | Path, chunk: int = 16 * 2**20) -> None:
+    """Read every array of the file to its end, so that zip's CRC-32 covers all of it: a flipped
+    bit anywhere is refused here, before the run starts, and not half-way through the load. Costs
+    one decompression of the file (about as long as the load), in 16 MB pieces."""
+    path = Path(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            missing = [n for n in ARRAYS if n + ".npy" not in names]
+            if missing:
+                raise ReplayFileError(f"replay file {path} lacks the arrays {', '.join(missing)} (written by another "
+                                      "program, or damaged); delete it to resume with a refilled replay, or pass "
+                                      "--save-replay false")
+            for name in names:
+                with archive.open(name) as f:
+                    while f.read(chunk):
+                        pass
+    except ReplayFileError:
+        raise
+    except DAMAGED as e:
+        raise _corrupt(path, e) from None
 
 
 def check_fits(path: str | Path, env: str, frame_stack: int, capacity: int, num_streams: int) -> dict:
@@ -72,7 +115,7 @@ def check_fits(path: str | Path, env: str, frame_stack: int, capacity: int, num_
     for key, value in want.items():
         if meta.get(key) != value:
             what = {"capacity": "replay capacity (--buffer-size, rounded to whole streams)",
-                    "num_streams": "env stream count (--num-collectors x --envs-per-collector)"}.get(key, key)
+                    "num_streams": "env stream count ((--num-collectors + --ray-collectors) x --envs-per-collector)"}.get(key, key)
             raise ReplayFileError(f"replay file {path} was saved with {what} {meta.get(key)!r} but this run has "
                                   f"{value!r}; resume with the same settings, or pass --save-replay false to refill")
     return meta
@@ -114,8 +157,8 @@ def load(replay, path: str | Path, env: str, frame_stack: int) -> dict:
                 else:  # saved without priorities: every stored transition starts at priority 1
                     s, p = np.divmod(np.arange(st.capacity), st.stream_len)
                     filled = p < np.minimum(st.written, st.stream_len)[s]
-                    replay.sampler.on_write(s[filled], p[filled], st.flags[s[filled], p[filled]])
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as e:
-        raise ReplayFileError(f"replay file {path} is truncated or corrupt ({type(e).__name__}); delete it to "
-                              "resume with a refilled replay, or pass --save-replay false") from None
+                    if filled.any():  # an empty replay (saved before any record arrived) has no priority to set
+                        replay.sampler.on_write(s[filled], p[filled], st.flags[s[filled], p[filled]])
+    except DAMAGED as e:
+        raise _corrupt(path, e) from None
     return meta

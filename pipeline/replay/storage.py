@@ -48,6 +48,12 @@ class Storage:
     def bytes_per_transition(self) -> float:
         return self.nbytes() / self.capacity
 
+    def sequence(self, s: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """The number of the record each (stream, position) slot holds now, counted over its
+        stream's records ever written (0 = the first): a slot whose number has changed since a
+        sample was rewritten in between. The lock must be held."""
+        return self.written[s] - 1 - (self.pos[s] - 1 - p) % self.stream_len
+
     # ------------------------------------------------------------------ validity and stacking
     def valid(self, s: np.ndarray, p: np.ndarray, frame_stack: int, n_step: int) -> np.ndarray:
         """Which (stream, position) pairs can start a sampled transition."""

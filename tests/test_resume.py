@@ -1,0 +1,137 @@
+"""Resuming a run on other hardware or with other collectors: a CPU run (bf16, no loss scaling)
+goes on with fp16 and a fresh GradScaler, a run with Ray collectors finds its replay, a
+checkpoint of another network is refused by name, and a damaged replay file is one line and
+exit code 2 before anything in the run's folder changes."""
+import numpy as np
+import pytest
+import torch
+
+import mario_rl_optimized
+from config_optimized import Config
+from pipeline import checkpoint as ckpt
+from pipeline.learner import Learner
+from pipeline.replay import Replay, snapshot
+from pipeline.resume import resume
+from tests.test_replay_snapshot import catch_replay
+
+CATCH = "tests.catch_env:Catch-v0"
+N_ACTIONS = 3  # the catch game: left, stay, right
+
+
+class Log(list):
+    """What resume() writes to the run log, kept as lines."""
+
+    def __call__(self, line: str) -> None:
+        self.append(line)
+
+    def start_at(self, steps: int) -> None:
+        pass
+
+
+def _batch(n: int, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    return {"obs": rng.integers(0, 256, (n, 4, 84, 84), dtype=np.uint8),
+            "next_obs": rng.integers(0, 256, (n, 4, 84, 84), dtype=np.uint8),
+            "action": rng.integers(0, N_ACTIONS, n), "return": rng.standard_normal(n).astype(np.float32),
+            "discount": np.full(n, 0.97, np.float32), "weights": None}
+
+
+def _save_run(run_dir, cfg: Config, learner: Learner, env_steps: int, replay: Replay | None = None) -> None:
+    """A run folder as a clean stop leaves it: the checkpoint, and the replay saved with it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    counters = {"env_steps": env_steps, "episodes": 0, "samples_trained": 0, "epoch": 0, "wall_s": 1.0}
+    rng = (replay or Replay(400, 1, 4, 4, 3, 0.99)).sampler.rng.bit_generator.state
+    ckpt.save(run_dir / ckpt.CHECKPOINT_NAME, ckpt.training_state(cfg, N_ACTIONS, learner.state_dict(), counters, rng))
+    if replay is not None:
+        snapshot.save(replay, run_dir / snapshot.REPLAY_NAME,
+                      {"env": CATCH, "frame_stack": 4, "env_steps": env_steps})
+
+
+def _learner(cfg: Config) -> Learner:
+    torch.manual_seed(0)
+    return Learner(cfg.learner, 4, N_ACTIONS, torch.device("cpu"))
+
+
+def test_a_cpu_bf16_run_resumes_with_fp16_and_a_fresh_scaler(tmp_path):
+    """A CPU run (bf16 autocast, the GradScaler off: it saves {}) moved to a CUDA machine, where
+    auto picks fp16 and the scaler is on. fp16 autocast runs on the CPU too (slowly: batch 2)."""
+    run_dir = tmp_path / "run"
+    cpu = Config.of(env=CATCH, run_dir=str(run_dir), amp=True, amp_dtype="bf16", save_replay=False)
+    trained = _learner(cpu)
+    assert trained.amp_dtype == torch.bfloat16 and not trained.scaler.is_enabled()
+    trained.update([trained.to_device(_batch(2))])
+    _save_run(run_dir, cpu, trained, env_steps=1000)
+
+    gpu = cpu.replace(amp_dtype="fp16")
+    moved, log = _learner(gpu), Log()
+    assert moved.amp_dtype == torch.float16 and moved.scaler.is_enabled()
+    counters, refill = resume(run_dir, gpu, N_ACTIONS, moved, Replay(400, 1, 4, 4, 3, 0.99), log)
+    assert counters.env_steps == 1000 and moved.updates == 1
+    assert any("without fp16 loss scaling" in line and "GradScaler starts at the initial scale" in line
+               for line in log), log
+    assert moved.scaler.get_scale() == torch.amp.GradScaler("cpu").get_scale()
+    for a, b in zip(trained.model.state_dict().values(), moved.model.state_dict().values()):
+        assert torch.equal(a, b)
+    out = moved.update([moved.to_device(_batch(2, seed=1))])
+    assert not out["skipped"] and moved.updates == 2
+    assert moved.scaler.state_dict()["scale"] > 0  # and the fp16 run's own checkpoints carry its scaler
+
+
+def test_a_checkpoint_of_another_network_is_a_handled_error(tmp_path):
+    """Weights that do not fit the learner: refused by the resume check before anything starts,
+    and, should a run get that far, a CheckpointError (one "[MAIN] Error:" line), not a traceback."""
+    run_dir = tmp_path / "run"
+    nature = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, model_arch="nature",
+                       save_replay=False)
+    _save_run(run_dir, nature, _learner(nature), env_steps=500)
+    batchnorm = nature.replace(model_arch="batchnorm")
+    with pytest.raises(ckpt.CheckpointError, match=r"trained with --model-arch 'nature' but this run has 'batchnorm'"):
+        mario_rl_optimized.check_resume(batchnorm)
+    with pytest.raises(ckpt.CheckpointError, match=r"checkpoint .*checkpoint.pt does not fit this run's learner "
+                                                   r"\(RuntimeError: .*start a new run without --resume"):
+        resume(run_dir, batchnorm, N_ACTIONS, _learner(batchnorm), Replay(400, 1, 4, 4, 3, 0.99), Log())
+
+
+@pytest.mark.parametrize("num_collectors,ray_collectors", [(0, 2), (1, 1), (2, 0)])
+def test_the_resume_check_counts_ray_collectors_streams(tmp_path, num_collectors, ray_collectors):
+    """A replay of 2 collectors x 4 envs, however many of them were Ray actors, fits a run of two
+    collectors; a run of three is refused, naming both stream counts."""
+    run_dir = tmp_path / "run"
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, buffer_size=2400,
+                    envs_per_collector=4, num_collectors=num_collectors, ray_collectors=ray_collectors,
+                    ray_address="127.0.0.1:6379" if ray_collectors else "")
+    _save_run(run_dir, cfg, _learner(cfg), env_steps=0, replay=Replay(2400, 2, 4, 4, 3, 0.99))
+    mario_rl_optimized.check_resume(cfg)
+    with pytest.raises(snapshot.ReplayFileError, match=r"env stream count \(\(--num-collectors \+ --ray-collectors\) "
+                                                       r"x --envs-per-collector\) 8 but this run has 12"):
+        mario_rl_optimized.check_resume(cfg.replace(ray_collectors=ray_collectors + 1, ray_address="127.0.0.1:6379"))
+
+
+def _flip_a_third_in(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    path.write_bytes(data)
+
+
+def _drop_env_steps(path):
+    replay = Replay(400, 1, 4, 4, 3, 0.99)
+    snapshot.load(replay, path, CATCH, 4)
+    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4})
+
+
+@pytest.mark.parametrize("damage,message", [
+    (_flip_a_third_in, "replay.npz is truncated or corrupt"),
+    (_drop_env_steps, "replay.npz has no valid env_steps in its meta"),
+])
+def test_a_damaged_replay_is_one_line_and_exit_2_with_nothing_changed(tmp_path, capsys, damage, message):
+    run_dir = tmp_path / "run"
+    args = ["--env", CATCH, "--run-dir", str(run_dir), "--buffer-size", "400", "--envs-per-collector", "4",
+            "--num-collectors", "1", "--amp", "false"]
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), amp=False)
+    _save_run(run_dir, cfg, _learner(cfg), env_steps=240, replay=catch_replay(steps=60, capacity=400))
+    damage(run_dir / snapshot.REPLAY_NAME)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}
+    assert mario_rl_optimized.main([*args, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: replay file ") and message in err and err.count("\n") == 1, err
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()} == before

@@ -1,0 +1,96 @@
+"""What a run leaves in /dev/shm when it is killed, and what the next run's sweep may remove: only
+segments whose creator is provably gone, whatever their pids say. A container's learner is PID
+1 at every start while /dev/shm may survive it, and a run in another PID namespace that shares
+our IPC namespace has a pid we cannot see (or one equal to ours).
+
+Every test works under a prefix of its own, so no sweep here can touch a real run's segments."""
+import multiprocessing as mp
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pipeline import shm
+
+ctx = mp.get_context("fork")
+
+
+@pytest.fixture
+def prefix(monkeypatch):
+    own = f"dqnrltest{uuid.uuid4().hex[:8]}_"
+    monkeypatch.setattr(shm, "PREFIX", own)
+    yield own
+    for path in shm.SHM_DIR.glob(own + "*"):  # this test's files only
+        path.unlink()
+
+
+def _unseen_pid() -> int:
+    """A pid no process of ours has: the pid of a process in another PID namespace."""
+    pid = int(Path("/proc/sys/kernel/pid_max").read_text()) - 1
+    while shm._pid_alive(pid):
+        pid -= 1
+    return pid
+
+
+def _as_pid(path: Path, creator: int, pid: int) -> Path:
+    """The segment as if its creator had had ``pid``: renamed, the same memory (and lock)."""
+    new = path.with_name(path.name.replace(f"{shm.PREFIX}{creator}", f"{shm.PREFIX}{pid}", 1))
+    path.rename(new)
+    return new
+
+
+def _create_and_die():
+    shm.create("ring0", 4096)
+    os._exit(0)  # as SIGKILL leaves it: no unlink, no cleanup
+
+
+def _create_and_live(names, done):
+    seg = shm.create("ring0", 4096)
+    names.put(seg.name)
+    done.wait(60)
+
+
+def test_stale_segment_with_our_pid_from_an_earlier_start_is_swept(prefix):
+    """The learner before a container restart was PID 1 as we are: its segment carries our pid,
+    nobody holds it, and it must neither be kept as ours nor block our own creation."""
+    dead = ctx.Process(target=_create_and_die)
+    dead.start()
+    dead.join()
+    [left] = shm.SHM_DIR.glob(f"{prefix}{dead.pid}*")
+    stale = _as_pid(left, dead.pid, os.getpid())
+    live = shm.create("ring0", 4096)  # ours: the same pid and tag as the stale one
+    try:
+        assert shm.remove_stale_segments() == [stale.name]
+        assert not stale.exists() and (shm.SHM_DIR / live.name).exists()
+    finally:
+        shm.close_segment(live, unlink=True)
+    assert shm.owned_segments() == []
+
+
+@pytest.mark.parametrize("seen_as", ["a pid we cannot see", "our pid"])
+def test_live_segment_of_another_run_is_never_swept(prefix, seen_as):
+    names, done = ctx.Queue(), ctx.Event()
+    other = ctx.Process(target=_create_and_live, args=(names, done))
+    other.start()
+    try:
+        path = shm.SHM_DIR / names.get(timeout=30)
+        pid = _unseen_pid() if seen_as == "a pid we cannot see" else os.getpid()
+        path = _as_pid(path, other.pid, pid)
+        assert shm.remove_stale_segments() == []
+        assert path.exists(), "a live run's segment was unlinked"
+    finally:
+        done.set()
+        other.join()
+
+
+def test_segments_named_before_run_tokens_are_swept_by_pid(prefix):
+    """``<pid>_<tag>`` names (runs of an older version, still running or killed): only a pid
+    can tell, so a live one (here our parent's) stays and a dead one goes."""
+    live = shm.SHM_DIR / f"{prefix}{os.getppid()}_ring0"
+    dead = shm.SHM_DIR / f"{prefix}{_unseen_pid()}_ring0"
+    live.touch()
+    dead.touch()
+    assert shm.remove_stale_segments() == [dead.name]
+    assert live.exists() and not dead.exists()
+
