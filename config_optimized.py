@@ -4,9 +4,9 @@
 replay, learner, run); each component is handed only its part. Every field is also a flag of
 ``mario_rl_optimized.py`` (``batch_size`` -> ``--batch-size``) and a key of config files, named
 flat. ``python config_optimized.py`` prints the detected hardware, the profile picked for it and
-the resolved config with the layer that set each value (``pipeline/config_layers.py``). Tune a
+the resolved config with the layer that set each value (``pipeline/settings/layers.py``). Tune a
 profile here, or save one with ``benchmark_performance.py --autotune`` (per game family, in the
-user's config folder: ``autotuned_path``). Validation lives in ``pipeline/config_check.py``.
+user's config folder: ``autotuned_path``). Validation lives in ``pipeline/settings/check.py``.
 """
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ import os
 import sys
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pipeline.hardware import Hardware
 from presets import family_of
 from wrappers.options import EnvOptions, doc
+
+if TYPE_CHECKING:  # annotations only: the config never imports the pipeline
+    from pipeline.settings.hardware import Hardware
 
 FRAME_BYTES = 84 * 84
 REPLAY_META_BYTES = 6          # action uint8 + reward float32 + flags uint8
@@ -286,10 +289,11 @@ def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
         return dict(over)
     over = dict(PROFILES[name])
     if not name.startswith("gpu"):
-        # bf16 autocast pays only where the CPU computes in bf16 (AVX-512 BF16, AMX, Arm BF16);
-        # elsewhere oneDNN emulates it and an update is ~10x slower than fp32 (measured on an
-        # AVX2-only AMD EPYC), so the CPU profiles train in fp32 there.
-        over["amp"] = hw.cpu_bf16
+        # bf16 autocast pays only where the CPU computes in bf16 (AVX-512 BF16, AMX, Arm BF16)
+        # and does it faster than fp32, which the hardware detection measured once for this CPU
+        # (Hardware.bf16_pays); without bf16 instructions oneDNN emulates it and an update is
+        # ~10x slower than fp32 (measured on an AVX2-only AMD EPYC).
+        over["amp"] = hw.bf16_pays
     if name == "cpu-small":
         from wrappers.registry import is_mario
 
@@ -313,7 +317,7 @@ class ConfigError(ValueError):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.config_layers import show
+    from pipeline.settings.layers import show
 
     return show(argv)
 

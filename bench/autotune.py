@@ -16,8 +16,8 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     profile of env's game family (config_optimized.autotuned_path), which the auto profile then
     prefers for that family only."""
     from config_optimized import Config, autotuned_path, pick_profile, scale_profile
-    from pipeline.hardware import detect_hardware
-    from pipeline.record import write_json
+    from pipeline.settings.hardware import detect_hardware
+    from pipeline.records.record import write_json
     from presets import family_of
 
     hw = detect_hardware()

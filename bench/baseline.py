@@ -28,7 +28,9 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
     try:
         from config_optimized import Config
         from pipeline.collector import epsilon_schedule
-        from pipeline.episodes import EPISODES_NAME, ScoreTracker, episode_row, finished_games
+        from pipeline.games import finished_games
+        from pipeline.records.episodes import ScoreTracker, episode_row
+        from pipeline.records.files import EPISODES_NAME
         from pipeline.learner import Learner
         from pipeline.ratio import ReplayRatio
         from pipeline.replay import Replay

@@ -105,7 +105,7 @@ def fill_replay(replay, n: int, envs: int, first_p: float, chunk: int) -> None:
 
 
 def machine() -> dict:
-    from pipeline.hardware import detect_hardware
+    from pipeline.settings.hardware import detect_hardware
 
     hw = detect_hardware()
     return {"cores": hw.cores, "cpu": hw.cpu_model, "ram_gib": round(hw.ram_bytes / 2**30, 1),

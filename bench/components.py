@@ -74,7 +74,7 @@ def bench_queue(n: int, batch: int = 8) -> dict:
 # ----------------------------------------------------------------------------- collector overhead
 def _collector_loop(ring_name, seconds, out_q):
     from models import build_model
-    from pipeline.collector import Publisher
+    from pipeline.collector import RecordPusher
     from pipeline.ring import Ring
     from pipeline.rollout import Rollout
     from wrappers import BatchedEnv, EnvOptions
@@ -84,12 +84,12 @@ def _collector_loop(ring_name, seconds, out_q):
     model = build_model("batchnorm", 4, env.n_actions, False).eval()
     rollout = Rollout(env, model, 4, True, seed=0)
     ring = Ring.attach(ring_name, 4096) if ring_name else None
-    publisher = Publisher(ring, rollout, False, lambda: False) if ring is not None else None
+    pusher = RecordPusher(ring, rollout, False, lambda: False) if ring is not None else None
 
     def step():
         frames, fields, live, _ = rollout.step(0.1)
-        if publisher is not None:
-            publisher.publish(frames, fields, live)
+        if pusher is not None:
+            pusher.push(frames, fields, live)
         return live
     rates, t_end = [], time.perf_counter() + seconds
     while time.perf_counter() < t_end:

@@ -37,10 +37,10 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     import tempfile
 
     from config_optimized import Config
-    from pipeline.config_check import validate
-    from pipeline.config_layers import build_config
-    from pipeline.epoch_stats import speed
-    from pipeline.hardware import detect_hardware
+    from pipeline.settings.check import validate
+    from pipeline.settings.layers import build_config
+    from pipeline.records.epoch_stats import speed
+    from pipeline.settings.hardware import detect_hardware
     from pipeline.run import open_run
     from pipeline.trainer import Trainer
 
@@ -120,7 +120,7 @@ def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0) -> d
 
 
 def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> list[dict]:
-    from pipeline.hardware import detect_hardware
+    from pipeline.settings.hardware import detect_hardware
 
     hw = detect_hardware()
     rows = []

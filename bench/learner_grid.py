@@ -72,8 +72,8 @@ def bench_learner_grid(seconds: float, n_windows: int, batches=(32, 64, 128), th
     """The learner alone (one preloaded batch) against the same learner inside the pipeline (this
     machine's profile, Pong, replay ratio 8), per batch and thread count; and the share of the
     CPU's practical peak (a large matmul at the learner's precision) that each reaches."""
-    from pipeline.config_layers import build_config
-    from pipeline.hardware import detect_hardware
+    from pipeline.settings.layers import build_config
+    from pipeline.settings.hardware import detect_hardware
 
     hw = detect_hardware()
     rows = []
@@ -114,7 +114,7 @@ def bench_learner_in_pipeline(row: dict, n_windows: int) -> dict:
     """The learner alone, on preloaded batches, at the settings and thread count of a pipeline
     row: the ceiling that row's learner could reach."""
     from config_optimized import Config
-    from pipeline.hardware import detect_hardware, learner_threads
+    from pipeline.settings.hardware import detect_hardware, learner_threads
 
     st = row["settings"]
     cfg = Config.of(model_arch=st["model_arch"], amp=st["amp"], compile=st["compile"], batch_size=st["batch_size"],

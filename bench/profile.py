@@ -17,8 +17,8 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from models import build_model
-    from pipeline.config_layers import build_config
-    from pipeline.hardware import learner_threads
+    from pipeline.settings.layers import build_config
+    from pipeline.settings.hardware import learner_threads
     from pipeline.learner import Learner
     from pipeline.replay import Replay
     from pipeline.rollout import Rollout

@@ -62,7 +62,7 @@ def paced_replay_collector(records_per_s: float):
     Ray ships it to the workers by value, the rate inside."""
     from dataclasses import replace
 
-    from pipeline.remote_collector import RemoteCollector
+    from pipeline.distributed.remote_collector import RemoteCollector
 
     class PacedReplayCollector(RemoteCollector):
         batch = None
@@ -83,13 +83,13 @@ def _row(overrides: dict, seconds: float, window_s: float, actor_rate: float | N
     import tempfile
 
     from config_optimized import Config
-    from pipeline.config_check import validate
-    from pipeline.hardware import detect_hardware
+    from pipeline.settings.check import validate
+    from pipeline.settings.hardware import detect_hardware
     from pipeline.run import open_run
     from pipeline.trainer import Trainer
 
     if actor_rate is not None:
-        from pipeline.ray_intake import RayCollectors
+        from pipeline.distributed.intake import RayCollectors
 
         RayCollectors.actor_class = paced_replay_collector(actor_rate)  # this row's child process only
     hw = detect_hardware()

@@ -46,10 +46,11 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     import subprocess
 
     from config_optimized import ConfigError
-    from pipeline.config_check import validate
-    from pipeline.config_layers import build_config
-    from mario_rl_optimized import parse_args
-    from pipeline.episodes import read_episodes, score_run
+    from pipeline.records.episodes import read_episodes, score_run
+    from pipeline.records.files import LOG_NAME
+    from pipeline.settings.check import validate
+    from pipeline.settings.cli import parse_args
+    from pipeline.settings.layers import build_config
 
     runs_dir = os.path.abspath(runs_dir)  # the training run starts in the project folder
     args = parse_args(train_args)
@@ -72,7 +73,7 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     print(f"[TTS] pipeline ({profile} profile): {' '.join(cmd[1:])}", flush=True)
     code = subprocess.call(cmd, cwd=PROJECT_DIR)
     if code != 0:
-        raise RuntimeError(f"the training run exited with code {code}; its log is {pipeline_dir}/train.log")
+        raise RuntimeError(f"the training run exited with code {code}; its log is {os.path.join(pipeline_dir, LOG_NAME)}")
     runs.append({"name": "pipeline (defaults" + (": " + " ".join(train_args) if train_args else "") + ")",
                  "run_dir": pipeline_dir, "profile": profile, "settings": cfg.flat()})
     if vs_baseline:
@@ -119,7 +120,7 @@ def plot_time_to_score(res: dict, path: str) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
-    from pipeline.curves import format_steps
+    from pipeline.records.curves import format_steps
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for run in res["runs"]:
@@ -134,8 +135,12 @@ def plot_time_to_score(res: dict, path: str) -> None:
         ax.grid(alpha=0.3)
     axes[1].xaxis.set_major_formatter(FuncFormatter(format_steps))
     axes[0].legend(fontsize=8)
-    m = res["machine"]
-    fig.suptitle(f"Time to score, {res['env']} ({m['cpu']}, {m['cores']} cores, GPU {m['gpu']})")
+    fig.suptitle(f"Time to score, {res['env']} ({machine_label(res['machine'])})")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def machine_label(m: dict) -> str:
+    """The machine in a plot's title: its CPU model, cores and GPU, or "no GPU" on a CPU machine."""
+    return f"{m['cpu']}, {m['cores']} cores, " + (f"GPU {m['gpu']}" if m.get("gpu") else "no GPU")

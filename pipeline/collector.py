@@ -50,8 +50,8 @@ def apex_epsilons(num_envs_total: int, offset: int, count: int):
     return (0.4 ** (1 + 7 * i / max(1, num_envs_total - 1))).astype(np.float32)
 
 
-class Publisher:
-    """Writes each rollout step into the collector's ring and, when ``drop`` lets a full ring
+class RecordPusher:
+    """Pushes each rollout step into the collector's ring and, when ``drop`` lets a full ring
     drop a step, keeps the replay streams honest about the gap: every env's next record starts
     a new segment (FIRST), so neither frame stacks nor n-step returns run across the missing
     records; the dropped games' statistics go out with the next push as STATS records; and the
@@ -64,7 +64,7 @@ class Publisher:
         self.ring, self.rollout, self.drop, self.stop = ring, rollout, drop, stop
         self.pending: tuple | None = None  # (frames, fields) of STATS records still to send
 
-    def publish(self, frames, fields: dict, live: int) -> bool:
+    def push(self, frames, fields: dict, live: int) -> bool:
         if self.pending is not None:
             pf, pfields = self.pending
             both = np.concatenate([pf, frames])
@@ -189,7 +189,7 @@ def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, par
     rollout = make_rollout(spec, env, model, collector_seed(spec.seed, index, launch))
     exploration = Exploration(c, index)
     block = ring.block
-    publisher = Publisher(ring, rollout, c.drop_when_full, give_up)
+    pusher = RecordPusher(ring, rollout, c.drop_when_full, give_up)
 
     while not give_up():
         control.load_if_new(model, scratch)
@@ -198,7 +198,7 @@ def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, par
             continue
         act_ns, step_ns = rollout.act_ns, rollout.step_ns
         frames, fields, live, _ = rollout.step(exploration.epsilon(control.global_steps))
-        publisher.publish(frames, fields, live)
+        pusher.push(frames, fields, live)
         block.played += live
         block.act_ns += rollout.act_ns - act_ns
         block.env_ns += rollout.step_ns - step_ns

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from .episodes import finished_games
+from .games import finished_games
 from .transition import is_agent_step
 
 

@@ -41,7 +41,7 @@ class Prefetcher(threading.Thread):
         --learning-starts (0 is common with SB3 and CleanRL) lets learning start before the
         streams hold the n_step + 1 records a transition needs, the more likely the more streams
         there are: the learner then waits for them, as the collectors' head start plays on
-        (config_check refuses a --learning-starts too small for that head start to cover)."""
+        (settings/check.py refuses a --learning-starts too small for that head start to cover)."""
         while not self.stop_event.is_set():
             valid, stored = self._count_valid()
             if valid:

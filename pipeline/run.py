@@ -1,6 +1,8 @@
-"""One training run from start to a clean stop: signal handling, the error classes a user can
-fix (each becomes one "[MAIN] Error: ..." line), the final checkpoint and replay save, the
-learning curve, and what the run left (``TrainResult``). The loop itself is ``Trainer``."""
+"""One training run from its settings to a clean stop: the settings resolved and checked
+(``prepare_run``: every refusal happens before any process starts), signal handling, the error
+classes a user can fix (each becomes one "[MAIN] Error: ..." line), the final checkpoint and
+replay save, the learning curve, and what the run left (``TrainResult``). The loop itself is
+``Trainer``."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,18 +12,22 @@ from pathlib import Path
 
 from config_optimized import Config
 
-from . import checkpoint as ckpt
 from . import shm
-from .hardware import Hardware
+from .distributed.cluster import RayClusterError
 from .learner import TrainingDiverged
-from .metrics import METRICS_NAME, read_jsonl
-from .ray_cluster import RayClusterError
+from .records import checkpoint as ckpt
+from .records.files import BEST_NAME, CHECKPOINT_NAME, METRICS_NAME, RECORD_NAME
+from .records.metrics import read_jsonl
+from .records.resume import check_resume
+from .records.run_folder import clear_run, link_latest, resolve_run_dir
+from .records.runlog import RunLog
+from .records.tracking import TrackingError
 from .replay import snapshot
-from .run_folder import clear_run, link_latest
-from .runlog import RunLog
+from .settings.check import validate
+from .settings.hardware import Hardware
+from .settings.layers import resolve_config
 from .supervisor import CollectorsFailed
-from .tracking import TrackingError
-from .trainer import BEST_NAME, Trainer
+from .trainer import Trainer
 
 
 @dataclasses.dataclass
@@ -33,6 +39,23 @@ class TrainResult:
     metrics: dict | None         # the last metrics.jsonl row
     stop_reason: str             # total_steps, time_limit, target_score, SIGINT, SIGTERM or error
     exit_code: int               # 0: stopped as asked; 1: a failure, logged as one "[MAIN] Error: ..." line
+
+
+def prepare_run(args):
+    """Config layers, run folder, validation and the resume checks: every refusal happens here,
+    before any process starts. ``args``: the parsed command line or a dict of Config fields (plus
+    ``config``). Returns the config, the hardware and the notes for the run log."""
+    res = resolve_config(args)
+    cfg, hw = resolve_run_dir(res.cfg), res.hw
+    notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes
+    if cfg.run.resume:
+        check_resume(cfg)
+        if res.changes is None:
+            notes.append(f"Resumed run: {cfg.run.run_dir} has no {RECORD_NAME} (it predates run records); its "
+                         "settings come from this command line")
+        else:
+            notes += [f"Resumed run: {c}" for c in res.changes] or ["Resumed run: every setting as it was saved"]
+    return cfg, hw, notes
 
 
 def run_training(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> int:
@@ -106,7 +129,7 @@ def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
             trainer.take_episodes()  # the games the stopped collectors finished
             if error:
                 log(f"[MAIN] Error: {error}")
-            last = trainer.run_dir / ckpt.CHECKPOINT_NAME
+            last = trainer.run_dir / CHECKPOINT_NAME
             if keep_weights and not trainer.learner.is_finite():
                 keep_weights = False
                 log("[MAIN] Error: the weights or BatchNorm statistics are not finite; not saving them")
@@ -130,7 +153,7 @@ def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
 
 
 def _result(run_dir: Path, stop_reason: str | None, code: int) -> TrainResult:
-    last = run_dir / ckpt.CHECKPOINT_NAME
+    last = run_dir / CHECKPOINT_NAME
     best = run_dir / BEST_NAME
     rows = read_jsonl(run_dir / METRICS_NAME) if (run_dir / METRICS_NAME).exists() else []
     return TrainResult(run_dir, last if last.exists() else None, best if best.exists() else None,
@@ -138,7 +161,7 @@ def _result(run_dir: Path, stop_reason: str | None, code: int) -> TrainResult:
 
 
 def _write_curve(run_dir: Path, log: RunLog) -> None:
-    from .curves import plot_learning_curve
+    from .records.curves import plot_learning_curve
 
     try:
         log(f"[MAIN] Learning curve {plot_learning_curve(run_dir)}")

@@ -73,7 +73,7 @@ class Collectors:
         if self.remote is None:
             return
         if self.remote.error:
-            from .ray_cluster import RayClusterError
+            from .distributed.cluster import RayClusterError
 
             if isinstance(self.remote.error, RayClusterError):  # one line for the user: the message says it all
                 raise self.remote.error

@@ -21,29 +21,27 @@ from models.weights import flat_size
 from wrappers import count_actions
 from wrappers.registry import is_mario
 
-from . import checkpoint as ckpt
 from . import shm
 from .collector import epsilon_schedule
 from .consolidator import Consolidator
-from .epoch_stats import EpochEnd, EpochWindow, epoch_report, eta
 from .control import ControlBlock
-from .episodes import EPISODES_NAME, SCORE_WINDOW, ScoreTracker, episode_row
-from .hardware import Hardware, learner_threads, resolve_device
+from .evaluation.periodic_eval import PeriodicEval
 from .learner import Learner, TrainingDiverged
-from .metrics import MetricsLog
-from .periodic_eval import PeriodicEval
 from .prefetch import Prefetcher
 from .ratio import ReplayRatio, shares
-from .record import record_markdown, run_record, write_record
+from .records import checkpoint as ckpt
+from .records.episodes import SCORE_WINDOW, ScoreTracker, episode_row
+from .records.epoch_stats import EpochEnd, EpochWindow, epoch_report, eta
+from .records.files import BEST_NAME, CHECKPOINT_NAME, EPISODES_NAME
+from .records.metrics import MetricsLog
+from .records.record import record_markdown, run_record, write_record
+from .records.resume import RunCounters, resume, save_replay
+from .records.runlog import RunLog
+from .records.tracking import Tracker
 from .replay import Replay
-from .resume import RunCounters, resume, save_replay
 from .ring import Ring
-from .runlog import RunLog
+from .settings.hardware import Hardware, learner_threads, resolve_device
 from .supervisor import Collectors
-from .tracking import Tracker
-
-
-BEST_NAME = "best.pt"
 
 
 class Trainer:
@@ -119,7 +117,7 @@ class Trainer:
         self.control = ControlBlock.create(self.n_weights)
         self.control.global_steps = self.base_steps
         if col.ray_collectors:  # first: a cluster that cannot take them stops the run before any process starts
-            from .ray_intake import RayCollectors
+            from .distributed.intake import RayCollectors
 
             self.remote = RayCollectors(cfg, self.n_weights, lambda: self.control.global_steps, self.log, self.launches)
         self.publish()  # collectors act only with the learner's weights
@@ -314,7 +312,7 @@ class Trainer:
                  f"agent steps; weights in {path}")
 
     # ------------------------------------------------------------------ checkpoints
-    def save_checkpoint(self, name: str = ckpt.CHECKPOINT_NAME, best: dict | None = None) -> Path:
+    def save_checkpoint(self, name: str = CHECKPOINT_NAME, best: dict | None = None) -> Path:
         self.check_finite()  # periodic, best and evaluation saves; the final save checks first itself
         path = self.run_dir / name
         steps = self.env_steps()

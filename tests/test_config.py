@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from config_optimized import FIELDS, Config, ConfigError, pick_profile
-from pipeline.config_check import validate
-from pipeline.config_layers import build_config
-from pipeline.hardware import Hardware
+from pipeline.settings.check import validate
+from pipeline.settings.layers import build_config
+from pipeline.settings.hardware import Hardware
 
 ROOT = Path(__file__).resolve().parent.parent
 GiB = 2**30
@@ -158,6 +158,36 @@ def test_cpu_profiles_use_bf16_only_where_the_cpu_has_it(bf16):
     forced = cfg.replace(amp=True)
     warned = any("without native bf16" in w for w in validate(forced, machine))
     assert warned is not bf16
+
+
+@pytest.mark.parametrize("speedup, amp", [(0.0, True), (2.5, True), (1.05, False), (0.7, False)])
+def test_cpu_profiles_use_bf16_only_where_it_was_measured_faster(speedup, amp):
+    # 0.0: not measured (the flag decides); an Intel Xeon with AVX-512 BF16 but no AMX ran a
+    # bf16 step at 0.7x fp32's speed, an AMD EPYC Zen 5 at 2.5x.
+    machine = replace(hw(2), cpu_bf16=True, cpu_bf16_speedup=speedup)
+    cfg, _, _ = build_config({}, machine)
+    assert cfg.learner.amp is amp
+    warned = any("--amp false trains faster" in w for w in validate(cfg.replace(amp=True), machine))
+    assert warned is not amp
+
+
+def test_bf16_speedup_is_measured_once_per_cpu_model(tmp_path, monkeypatch):
+    from pipeline.settings import hardware
+
+    monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(hardware, "measure_bf16_speedup", lambda: calls.append(1) or 0.72)
+    assert hardware.bf16_speedup("cpu A") == 0.72 and hardware.bf16_speedup("cpu A") == 0.72
+    assert len(calls) == 1
+    assert hardware.bf16_speedup("cpu B") == 0.72 and len(calls) == 2
+    (tmp_path / hardware.SPEEDUP_FILE).write_text("not json")
+    assert hardware.bf16_speedup("cpu A") == 0.72 and len(calls) == 3  # a broken file is measured anew
+
+
+def test_bf16_speedup_probe_times_both_precisions():
+    from pipeline.settings.hardware import measure_bf16_speedup
+
+    assert 0.05 < measure_bf16_speedup(steps=1) < 20
 
 
 def test_machine_without_store_ordering_is_refused_before_anything_starts(monkeypatch):

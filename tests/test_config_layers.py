@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from config_optimized import Config, ConfigError
-from pipeline.config_layers import read_config_file, resolve_config
+from pipeline.settings.layers import read_config_file, resolve_config
 from presets import family_of, load_preset
 from tests.test_config import hw
 
@@ -73,7 +73,7 @@ def test_a_run_record_reproduces_its_run(tmp_path):
 
 
 def test_a_preset_with_a_typo_names_its_file(monkeypatch):
-    from pipeline import config_layers
+    from pipeline.settings import layers as config_layers
 
     monkeypatch.setattr(config_layers, "load_preset", lambda family: {"n_stepp": 5})
     with pytest.raises(ConfigError, match=r"preset .*atari.toml: 'n_stepp' is not a setting"):

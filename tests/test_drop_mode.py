@@ -1,11 +1,11 @@
-"""--drop-when-full through the real Rollout, Publisher, Ring, Consolidator and Replay: a dropped
+"""--drop-when-full through the real Rollout, RecordPusher, Ring, Consolidator and Replay: a dropped
 push must leave no trace in the replay streams (no frame stack or n-step return across the gap),
 lose no game's statistics and no agent step from the count that drives epsilon."""
 import numpy as np
 import pytest
 import torch
 
-from pipeline.collector import Publisher
+from pipeline.collector import RecordPusher
 from pipeline.consolidator import Consolidator
 from pipeline.replay import Replay
 from pipeline.ring import Ring
@@ -67,12 +67,12 @@ def dropped_run():
     ring = Ring.create("droptest", 3 * M)  # room for one step beside a few held-back games
     replay = Replay(2000, 1, M, 4, 3, 0.97, seed=0)
     cons = Consolidator([ring], replay, 1024, lambda *_: None, 1e9)
-    pub = Publisher(ring, rollout, drop=True, stop=lambda: False)
+    pub = RecordPusher(ring, rollout, drop=True, stop=lambda: False)
     dropped = 0
     try:
         for step in range(600):
             frames, fields, live, _ = rollout.step(1.0)
-            dropped += not pub.publish(frames, fields, live)
+            dropped += not pub.push(frames, fields, live)
             if step % 4 == 0:  # a slow consumer: every few steps the ring is full
                 cons.drain_once()
         cons.drain_once()

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from pipeline.curves import format_steps
-from pipeline.episodes import EPISODES_NAME, ScoreTracker, read_episodes, score_run
+from pipeline.records.curves import format_steps
+from pipeline.records.episodes import EPISODES_NAME, ScoreTracker, read_episodes, score_run
 
 
 def row(i, ret, **kw):

@@ -2,8 +2,8 @@
 metrics row an epoch's window becomes."""
 import pytest
 
-from pipeline.episodes import Episode
-from pipeline.epoch_stats import EpochEnd, EpochWindow, epoch_report, speed
+from pipeline.records.episodes import Episode
+from pipeline.records.epoch_stats import EpochEnd, EpochWindow, epoch_report, speed
 
 NS = 1_000_000_000
 

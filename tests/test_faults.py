@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import checkpoint as ckpt
+from pipeline.records import checkpoint as ckpt
 from pipeline.ring import HEAD, TAIL
 from tests.proc_utils import CATCH, check_clean, collector_pids, read_until, run, running, segments, start
 
@@ -235,7 +235,7 @@ def test_resume_rejects_checkpoint_of_another_game(tmp_path):
 def test_failure_during_setup_is_one_clear_line(tmp_path, monkeypatch):
     """A failure before the run is whole (here: no room for a ring) must end in its own
     "[MAIN] Error:" line and exit code 1, not in a crash of the shutdown code."""
-    from pipeline.config_layers import build_config
+    from pipeline.settings.layers import build_config
     from pipeline import run, shm, trainer
 
     cfg, hw, _ = build_config({"env": "tests.catch_env:Catch-v0", "run_dir": str(tmp_path / "run"),

@@ -11,7 +11,7 @@ import torch
 from config_optimized import Config
 from mario_rl_optimized import main
 from models import build_model
-from pipeline.hub import HubError, fetch, model_card, package_run, push
+from pipeline.records.hub import HubError, fetch, model_card, package_run, push
 
 CATCH = "tests.catch_env:Catch-v0"
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline import checkpoint as ckpt
+from pipeline.records import checkpoint as ckpt
 from pipeline.learner import Learner, TrainingDiverged
 from pipeline.trainer import Trainer
 

@@ -74,7 +74,7 @@ def test_eval_plays_greedy_episodes_and_records_video(trained, tmp_path):
 
 
 def test_eval_result_warns_when_every_episode_was_the_same_game(tmp_path):
-    from pipeline.evaluate import EvalResult
+    from pipeline.evaluation.evaluate import EvalResult
 
     same = EvalResult("SuperMarioBros-1-1-v0", [1019.0] * 5, [300] * 5, [1116.0] * 5, [False] * 5,
                       action_digests=["ab12"] * 5)

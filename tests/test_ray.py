@@ -138,7 +138,7 @@ def _check_exactly_once_in_order(frames, written, pos):
 
 
 def test_plain_run_never_imports_ray():
-    code = ("import sys, mario_rl_optimized, pipeline.run, pipeline.trainer, pipeline.config_layers; "
+    code = ("import sys, mario_rl_optimized, pipeline.run, pipeline.trainer, pipeline.settings.layers; "
             "assert 'ray' not in sys.modules, 'ray imported'")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -238,7 +238,7 @@ def test_pong_through_ray_actors_alone_with_a_killed_actor(cluster, tmp_path):
 def test_a_run_of_ray_collectors_alone_resumes_from_its_saved_replay(cluster, tmp_path):
     """Two Ray collectors and no process collector: a clean stop saves the replay of their 8
     streams, and --resume trains on from it at once (no refill)."""
-    from pipeline.checkpoint import load
+    from pipeline.records.checkpoint import load
 
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
     args = [*CATCH, "--run-dir", str(run_dir), "--num-collectors", "0", "--ray-address", cluster,

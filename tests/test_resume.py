@@ -8,10 +8,11 @@ import torch
 
 import mario_rl_optimized
 from config_optimized import Config
-from pipeline import checkpoint as ckpt
+from pipeline.records import checkpoint as ckpt
 from pipeline.learner import Learner
 from pipeline.replay import Replay, snapshot
-from pipeline.resume import resume
+from pipeline.records.files import REPLAY_NAME
+from pipeline.records.resume import check_resume, resume
 from tests.test_replay_snapshot import catch_replay
 
 CATCH = "tests.catch_env:Catch-v0"
@@ -43,7 +44,7 @@ def _save_run(run_dir, cfg: Config, learner: Learner, env_steps: int, replay: Re
     rng = (replay or Replay(400, 1, 4, 4, 3, 0.99)).sampler.rng.bit_generator.state
     ckpt.save(run_dir / ckpt.CHECKPOINT_NAME, ckpt.training_state(cfg, N_ACTIONS, learner.state_dict(), counters, rng))
     if replay is not None:
-        snapshot.save(replay, run_dir / snapshot.REPLAY_NAME,
+        snapshot.save(replay, run_dir / REPLAY_NAME,
                       {"env": CATCH, "frame_stack": 4, "env_steps": env_steps})
 
 
@@ -86,7 +87,7 @@ def test_a_checkpoint_of_another_network_is_a_handled_error(tmp_path):
     _save_run(run_dir, nature, _learner(nature), env_steps=500)
     batchnorm = nature.replace(model_arch="batchnorm")
     with pytest.raises(ckpt.CheckpointError, match=r"trained with --model-arch 'nature' but this run has 'batchnorm'"):
-        mario_rl_optimized.check_resume(batchnorm)
+        check_resume(batchnorm)
     with pytest.raises(ckpt.CheckpointError, match=r"checkpoint .*checkpoint.pt does not fit this run's learner "
                                                    r"\(RuntimeError: .*start a new run without --resume"):
         resume(run_dir, batchnorm, N_ACTIONS, _learner(batchnorm), Replay(400, 1, 4, 4, 3, 0.99), Log())
@@ -101,10 +102,10 @@ def test_the_resume_check_counts_ray_collectors_streams(tmp_path, num_collectors
                     envs_per_collector=4, num_collectors=num_collectors, ray_collectors=ray_collectors,
                     ray_address="127.0.0.1:6379" if ray_collectors else "")
     _save_run(run_dir, cfg, _learner(cfg), env_steps=0, replay=Replay(2400, 2, 4, 4, 3, 0.99))
-    mario_rl_optimized.check_resume(cfg)
+    check_resume(cfg)
     with pytest.raises(snapshot.ReplayFileError, match=r"env stream count \(\(--num-collectors \+ --ray-collectors\) "
                                                        r"x --envs-per-collector\) 8 but this run has 12"):
-        mario_rl_optimized.check_resume(cfg.replace(ray_collectors=ray_collectors + 1, ray_address="127.0.0.1:6379"))
+        check_resume(cfg.replace(ray_collectors=ray_collectors + 1, ray_address="127.0.0.1:6379"))
 
 
 def _flip_a_third_in(path):
@@ -129,7 +130,7 @@ def test_a_damaged_replay_is_one_line_and_exit_2_with_nothing_changed(tmp_path, 
             "--num-collectors", "1", "--amp", "false"]
     cfg = Config.of(env=CATCH, run_dir=str(run_dir), amp=False)
     _save_run(run_dir, cfg, _learner(cfg), env_steps=240, replay=catch_replay(steps=60, capacity=400))
-    damage(run_dir / snapshot.REPLAY_NAME)
+    damage(run_dir / REPLAY_NAME)
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}
     assert mario_rl_optimized.main([*args, "--resume"]) == 2
     err = capsys.readouterr().err

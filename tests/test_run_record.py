@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from config_optimized import RESUME_HERE, Config, ConfigError
-from pipeline.run_folder import latest_run, resolve_run_dir
+from pipeline.records.run_folder import latest_run, resolve_run_dir
 from tests.proc_utils import CATCH, check_clean, run
 
 
@@ -91,7 +91,7 @@ def test_run_record_best_model_and_no_silent_overwrite(tmp_path):
 
 
 def test_resumed_run_keeps_the_earlier_record(tmp_path):
-    from pipeline.record import write_record
+    from pipeline.records.record import write_record
 
     write_record(tmp_path, {"config": {"seed": 1}})
     write_record(tmp_path, {"config": {"seed": 1}, "resumed": True})
@@ -105,8 +105,8 @@ def test_config_default_run_dir_is_unset():
 
 @pytest.mark.slow
 def test_eval_interval_keeps_the_best_evaluated_weights(tmp_path):
-    from pipeline.checkpoint import load
-    from pipeline.periodic_eval import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
+    from pipeline.records.checkpoint import load
+    from pipeline.records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
 
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
     args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "5000", "--eval-interval", "1000",

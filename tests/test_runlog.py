@@ -2,7 +2,7 @@
 import io
 import sys
 
-from pipeline.runlog import RunLog
+from pipeline.records.runlog import RunLog
 
 
 class FakeTerminal(io.StringIO):

@@ -15,11 +15,11 @@ import pytest
 
 from models.weights import flat_size
 from pipeline.collector import CollectorSpec, make_envs_and_policy, run_collector
-from pipeline.config_layers import build_config
+from pipeline.settings.layers import build_config
 from pipeline.consolidator import Consolidator
 from pipeline.control import ControlBlock
-from pipeline.ray_intake import RayCollectors, RemoteSource
-from pipeline.remote_collector import Batch
+from pipeline.distributed.intake import RayCollectors, RemoteSource
+from pipeline.distributed.remote_collector import Batch
 from pipeline.replay import Replay
 from pipeline.ring import HEAD, Ring
 from pipeline.rollout import Rollout

@@ -6,19 +6,19 @@ import uuid
 import pytest
 
 from config_optimized import Config, ConfigError
-from pipeline.config_check import validate
+from pipeline.settings.check import validate
 from tests.proc_utils import CATCH, check_clean, run
 from tests.test_config import hw
 
 
 def test_track_needs_wandb_and_tensorboard(monkeypatch):
-    import pipeline.tracking
+    import pipeline.records.tracking
 
     cfg = Config().replace(env="ALE/Pong-v5", track=True)
     assert validate(cfg, hw(2)) == []
     with pytest.raises(ConfigError, match="--track True: sends the TensorBoard events to W&B; leave --tensorboard on"):
         validate(cfg.replace(tensorboard=False), hw(2))
-    monkeypatch.setattr(pipeline.tracking, "available", lambda: False)
+    monkeypatch.setattr(pipeline.records.tracking, "available", lambda: False)
     with pytest.raises(ConfigError, match=r"needs the wandb package, which is not installed: pip install 'fast-dqn\[track\]'"):
         validate(cfg, hw(2))
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-REPLAY_NAME = "replay.npz"
 ARRAYS = ("frames", "action", "reward", "flags", "pos", "written")
 # What reading a damaged zip can raise: a flipped bit lands in a header (BadZipFile, a
 # "compression method" NotImplementedError, an "encrypted" RuntimeError), in the deflate stream

@@ -14,11 +14,8 @@ import torch
 from config_optimized import FIELDS, Config
 from models import build_model
 
-from . import checkpoint as ckpt
-from .config_layers import flatten
-
-
-EVAL_NAME = "eval.json"
+from ..records import checkpoint as ckpt
+from ..settings.layers import flatten
 
 
 @dataclasses.dataclass
@@ -47,7 +44,7 @@ class EvalResult:
 
     def write(self, path: Path) -> Path:
         """``eval.json`` beside the checkpoint: what a script or a model card reads."""
-        from .record import write_json
+        from ..records.record import write_json
 
         return write_json(path, self.to_json())
 

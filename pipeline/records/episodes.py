@@ -12,33 +12,13 @@ import collections
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import NamedTuple
 
-import numpy as np
-
+from ..games import Episode
+from .files import EPISODES_NAME
 from .metrics import read_jsonl
-from .transition import EP_END, FLAG_GET
 
-EPISODES_NAME = "episodes.jsonl"
 SCORE_WINDOW = 20
 METRICS = ("return", "distance")
-
-
-class Episode(NamedTuple):
-    """One whole game (not one life), as it left the replay writer."""
-    ret: float        # raw return, before reward clipping
-    length: int       # agent steps
-    x_pos: float      # Mario: the distance reached; NaN for other games
-    flag: bool        # Mario: the flag was reached
-    env_steps: int    # agent steps consolidated when the game ended (all envs)
-    t: float          # time.monotonic() when the game reached the learner
-
-
-def finished_games(fields: dict, env_steps: int, t: float) -> list[Episode]:
-    """The whole games that end in a batch of ring records (their EP_END records)."""
-    flags = fields["flags"]
-    return [Episode(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
-                    bool(flags[i] & FLAG_GET), env_steps, t) for i in np.flatnonzero(flags & EP_END)]
 
 
 @dataclass(frozen=True)

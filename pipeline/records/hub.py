@@ -13,9 +13,11 @@ import shutil
 import statistics
 from pathlib import Path
 
+from .files import (CHECKPOINT_NAME, CURVE_NAME, EVAL_NAME, MODEL_CARD_NAME, RECORD_NAME, VIDEO_NAME,
+                    WEIGHTS_BEST_FIRST)
+
 HF_PREFIX = "hf://"
-WEIGHTS_NAME = "checkpoint.pt"
-VIDEO_NAME = "replay.mp4"
+WEIGHTS_NAME = CHECKPOINT_NAME  # the uploaded weights keep a run's checkpoint name: --eval hf:// loads them alike
 
 
 class HubError(RuntimeError):
@@ -93,8 +95,8 @@ Profile `{record.get('profile')}` on {record.get('hardware_summary', 'unknown ha
 |---|---|
 {rows}
 
-Files: `{WEIGHTS_NAME}` (the evaluated weights), `config.json` (the run record), `eval.json`
-(per-game results), `learning_curve.png` and `{VIDEO_NAME}` where the run had them.
+Files: `{WEIGHTS_NAME}` (the evaluated weights), `{RECORD_NAME}` (the run record), `{EVAL_NAME}`
+(per-game results), `{CURVE_NAME}` and `{VIDEO_NAME}` where the run had them.
 """
 
 
@@ -104,9 +106,9 @@ def package_run(run_dir: str | Path, repo_id: str, out_dir: str | Path, evaluati
     network, no change to the run."""
     check_repo_id(repo_id)
     run_dir, out = Path(run_dir), Path(out_dir)
-    record_path = run_dir / "config.json"
+    record_path = run_dir / RECORD_NAME
     if not record_path.is_file():
-        raise HubError(f"{run_dir} has no config.json; share a run made by this version (or resume it once)")
+        raise HubError(f"{run_dir} has no {RECORD_NAME}; share a run made by this version (or resume it once)")
     weights = Path(evaluation.get("checkpoint") or run_dir / WEIGHTS_NAME)
     if weights.is_dir():
         weights = weights / WEIGHTS_NAME
@@ -120,14 +122,34 @@ def package_run(run_dir: str | Path, repo_id: str, out_dir: str | Path, evaluati
     # where and how it ran on the trainer's machine (folders, command line) stays there
     shared = {k: v for k, v in record.items() if k not in ("cwd", "command", "previous")}
     shared["config"] = {**record["config"], "run_dir": "", "resume": ""}
-    (out / "config.json").write_text(json.dumps(shared, indent=2, default=str))
-    (out / "eval.json").write_text(json.dumps({**evaluation, "checkpoint": WEIGHTS_NAME}, indent=2))
-    if (run_dir / "learning_curve.png").is_file():
-        shutil.copyfile(run_dir / "learning_curve.png", out / "learning_curve.png")
+    (out / RECORD_NAME).write_text(json.dumps(shared, indent=2, default=str))
+    (out / EVAL_NAME).write_text(json.dumps({**evaluation, "checkpoint": WEIGHTS_NAME}, indent=2))
+    if (run_dir / CURVE_NAME).is_file():
+        shutil.copyfile(run_dir / CURVE_NAME, out / CURVE_NAME)
     if video is not None and Path(video).is_file():
         shutil.copyfile(video, out / VIDEO_NAME)
-    (out / "README.md").write_text(model_card(repo_id, record, evaluation))
+    (out / MODEL_CARD_NAME).write_text(model_card(repo_id, record, evaluation))
     return out
+
+
+def current_evaluation(run_dir: str | Path) -> dict | None:
+    """The run's eval.json if it is of the run's current weights (the checkpoint it names is not
+    newer than it); None if there is none, or training went on since (evaluate again then)."""
+    eval_path = Path(run_dir) / EVAL_NAME
+    evaluation = json.loads(eval_path.read_text()) if eval_path.is_file() else None
+    evaluated = Path(evaluation["checkpoint"]) if evaluation and evaluation.get("checkpoint") else None
+    if evaluated is not None and evaluated.is_dir():
+        evaluated = evaluated / CHECKPOINT_NAME
+    if (evaluated is not None and evaluated.is_file()
+            and evaluated.stat().st_mtime <= eval_path.stat().st_mtime):  # eval.json is of these weights
+        return evaluation
+    return None
+
+
+def weights_to_share(run_dir: str | Path) -> Path:
+    """The run's best weights, to evaluate before sharing: best_eval.pt, else best.pt, else the checkpoint."""
+    run_dir = Path(run_dir)
+    return next(run_dir / n for n in WEIGHTS_BEST_FIRST if (run_dir / n).is_file())
 
 
 def push(folder: str | Path, repo_id: str, private: bool = False) -> str:

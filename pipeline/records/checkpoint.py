@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-CHECKPOINT_NAME = "checkpoint.pt"
+from .files import CHECKPOINT_NAME, TMP_SUFFIX
 
 
 class CheckpointError(RuntimeError):
@@ -45,7 +45,7 @@ def restore_rng(state: dict) -> dict:
 
 def save(path: str | Path, state: dict) -> None:
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
         with open(tmp, "wb") as f:
             torch.save(state, f)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from config_optimized import COLLECTOR_BYTES, FIELDS, FRAME_BYTES, REPLAY_META_BYTES, Config, ConfigError
 
+from ..ratio import ReplayRatio
 from .hardware import Hardware, resolve_device
-from .ratio import ReplayRatio
 
 # The rings and the weight seqlock publish with plain stores and rely on the CPU keeping them in
 # program order, which x86-64 (TSO) does and arm64 does not.
@@ -62,7 +62,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if col.ray_address and not col.ray_collectors:
         bad("ray_address", "starts no remote collector while --ray-collectors is 0; add --ray-collectors N")
     if col.ray_collectors:
-        from .ray_cluster import RayClusterError, check_reachable
+        from ..distributed.cluster import RayClusterError, check_reachable
 
         try:
             check_reachable(col.ray_address)
@@ -84,7 +84,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if lrn.replay_ratio <= 0:
         bad("replay_ratio", "must be positive (samples trained per agent step; 8 = batch 32 every 4 steps)")
     if run.track:
-        from .tracking import INSTALL, available
+        from ..records.tracking import INSTALL, available
 
         if not run.tensorboard:
             bad("track", "sends the TensorBoard events to W&B; leave --tensorboard on")
@@ -149,6 +149,9 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if lrn.amp and device == "cpu" and not hw.cpu_bf16:
         warnings.append("--amp on a CPU without native bf16 (no AVX-512 BF16 or AMX): bf16 is emulated and "
                         "each update runs ~10x slower than fp32; use --amp false")
+    elif lrn.amp and device == "cpu" and not hw.bf16_pays:
+        warnings.append(f"--amp on this CPU: a bf16 learner step measured {hw.cpu_bf16_speedup:.2f}x the speed of "
+                        "fp32 here; --amp false trains faster")
     if lrn.model_arch == "batchnorm" and lrn.batch_size < 16:
         warnings.append(f"batch_size {lrn.batch_size} < 16: BatchNorm statistics over so few samples are noisy")
     if col.num_collectors > max(1, hw.cores - 1):

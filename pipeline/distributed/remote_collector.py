@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collector import CollectorSpec, Exploration, collector_seed, make_envs_and_policy, make_rollout, use_one_core
+from ..collector import CollectorSpec, Exploration, collector_seed, make_envs_and_policy, make_rollout, use_one_core
 
 
 @dataclass(frozen=True)

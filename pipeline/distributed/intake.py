@@ -30,8 +30,8 @@ import torch
 from config_optimized import Config
 from models.weights import write_flat
 
-from . import ray_cluster
-from .collector import CollectorSpec
+from ..collector import CollectorSpec
+from . import cluster
 from .remote_collector import Batch, RemoteCollector, Request
 
 IN_FLIGHT = 2      # requests queued per actor: one playing, one waiting behind it
@@ -105,11 +105,11 @@ class RayCollectors:
         self.error: BaseException | None = None
         self.launch_base = launch_base
         self.sources: list[RemoteSource] = []
-        info = ray_cluster.connect(col.ray_address)
+        info = cluster.connect(col.ray_address)
         try:
             free = int(ray.available_resources().get("CPU", 0))
             if free < col.ray_collectors:
-                raise ray_cluster.RayClusterError(
+                raise cluster.RayClusterError(
                     f"the Ray cluster at {info['head']} has {free} free CPUs for --ray-collectors {col.ray_collectors} "
                     f"(each takes one); add nodes or lower --ray-collectors")
             actor_cls = ray.remote(num_cpus=1, max_restarts=col.max_collector_restarts, max_task_retries=0,
@@ -121,16 +121,16 @@ class RayCollectors:
             except ray.exceptions.GetTimeoutError:
                 for a in actors:
                     ray.kill(a, no_restart=True)
-                raise ray_cluster.RayClusterError(
+                raise cluster.RayClusterError(
                     f"{col.ray_collectors} Ray collectors did not start within {START_TIMEOUT_S} s on the cluster at "
                     f"{info['head']}; `ray status` shows what it is waiting for") from None
             except ray.exceptions.RayError as e:
-                raise ray_cluster.RayClusterError(
+                raise cluster.RayClusterError(
                     f"a Ray collector could not start ({_reason(e)}); every node needs this project and its "
                     "packages installed in the same Python version (pip install -e '.[ray]')") from None
             self.sources = [RemoteSource(a, col.num_collectors + r, n) for r, (a, n) in enumerate(zip(actors, nodes))]
         except BaseException:  # the trainer never saw this object: leave the cluster here
-            ray_cluster.disconnect()
+            cluster.disconnect()
             raise
         self.thread = threading.Thread(target=self._run, name="ray-intake", daemon=True)
         log(f"[MAIN] Ray cluster {info['head']}: {info['nodes']} node(s), {info['cpus']} CPUs; "
@@ -251,7 +251,7 @@ class RayCollectors:
             src.down_since = None
         except ray.exceptions.RayError:
             if now - src.down_since > START_TIMEOUT_S:
-                raise ray_cluster.RayClusterError(
+                raise cluster.RayClusterError(
                     f"Ray collector {src.index} did not come back within {START_TIMEOUT_S} s of its failure; "
                     "`ray status` shows whether the cluster has a free CPU for it") from None
         src.probe = None
@@ -285,7 +285,7 @@ class RayCollectors:
                 self._receive(src)
 
     def close(self) -> None:
-        ray_cluster.disconnect()
+        cluster.disconnect()
 
 
 def _take_all(queue: collections.deque) -> list:

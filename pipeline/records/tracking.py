@@ -9,7 +9,8 @@ import importlib.util
 import uuid
 from pathlib import Path
 
-ID_FILE = "wandb_run_id"
+from .files import TRACKING_ID_FILE
+
 INSTALL = "pip install 'fast-dqn[track]' (or pip install wandb)"
 
 
@@ -27,7 +28,7 @@ class Tracker:
     def __init__(self, run_dir: Path, project: str, entity: str, record: dict):
         import wandb
 
-        id_path = run_dir / ID_FILE
+        id_path = run_dir / TRACKING_ID_FILE
         run_id = id_path.read_text().strip() if id_path.exists() else uuid.uuid4().hex[:16]
         id_path.write_text(run_id)
         try:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .files import LOG_NAME
+
 
 class RunLog:
     """Prints log lines and appends them to <run_dir>/train.log. In a terminal a progress bar
     over total_steps stays under the log lines; piped output gets the plain lines only."""
 
     def __init__(self, run_dir: Path, total_steps: int):
-        self.file = open(run_dir / "train.log", "a", buffering=1)
+        self.file = open(run_dir / LOG_NAME, "a", buffering=1)
         self.bar = None
         if sys.stdout.isatty():
             from tqdm import tqdm

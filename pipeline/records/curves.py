@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .files import CURVE_NAME
 from .metrics import read_metrics
-
-CURVE_NAME = "learning_curve.png"
 
 
 def format_steps(x: float, _pos=None) -> str:

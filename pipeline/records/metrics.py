@@ -7,8 +7,7 @@ import json
 import math
 from pathlib import Path
 
-METRICS_NAME = "metrics.jsonl"
-TB_DIR = "tb"
+from .files import METRICS_NAME, TB_DIR
 
 # metrics.jsonl key -> TensorBoard tag, grouped the way CleanRL and SB3 group theirs
 TB_TAGS = {

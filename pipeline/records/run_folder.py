@@ -8,18 +8,9 @@ from pathlib import Path
 
 from config_optimized import RESUME_HERE, Config, ConfigError
 
-from .periodic_eval import CANDIDATE_NAME
-from .tracking import ID_FILE as TRACKING_ID_FILE
+from .files import CHECKPOINT_NAME, LATEST_LINK, OTHER_FILES, OTHER_FOLDERS, RUN_FILES
 
 RUNS_ROOT = Path("runs")
-# What makes a folder a run's: a new run must not write into another's (runs once overwrote each
-# other silently in a shared runs/latest).
-RUN_FILES = ("checkpoint.pt", "metrics.jsonl", "episodes.jsonl", "train.log", "config.json", "replay.npz", "best.pt",
-             "evals.jsonl", "best_eval.pt")
-# written by a run besides RUN_FILES (which mark a folder as a run's)
-OTHER_FILES = ("learning_curve.png", "checkpoint.pt.tmp", "replay.npz.tmp", "eval.json", CANDIDATE_NAME,
-               TRACKING_ID_FILE)
-OTHER_FOLDERS = ("tb", "wandb")
 
 
 def clear_run(run_dir: Path) -> None:
@@ -35,7 +26,7 @@ def link_latest(run_dir: Path, root: Path = RUNS_ROOT) -> None:
     root = root.resolve()
     if run_dir.resolve().parent != root:
         return
-    link = root / "latest"
+    link = root / LATEST_LINK
     if link.exists() and not link.is_symlink():
         return  # a real folder from before run folders existed: leave it alone
     tmp = root / f".latest.{os.getpid()}"
@@ -52,13 +43,13 @@ def has_run(run_dir: Path) -> bool:
 
 
 def resumable(run_dir: Path) -> bool:
-    return (run_dir / "checkpoint.pt").is_file()
+    return (run_dir / CHECKPOINT_NAME).is_file()
 
 
 def latest_run(root: Path = RUNS_ROOT) -> Path:
     """The newest resumable run under ``root``: the ``latest`` link new runs leave (a real folder
     of that name is an old run, not a pointer), else the newest folder."""
-    link = root / "latest"
+    link = root / LATEST_LINK
     if link.is_symlink() and resumable(link):
         return link.resolve()
     runs = [d for d in root.glob("*") if d.is_dir() and not d.is_symlink() and resumable(d)] if root.is_dir() else []
@@ -78,7 +69,7 @@ def resume_target(resume: str, run_dir: str, root: Path = RUNS_ROOT) -> Path:
     else:
         target = Path(run_dir)
     if not resumable(target):
-        raise ConfigError(f"--resume: {target} holds no run (no checkpoint.pt); pass a run's folder or 'latest'")
+        raise ConfigError(f"--resume: {target} holds no run (no {CHECKPOINT_NAME}); pass a run's folder or 'latest'")
     return target
 
 

@@ -13,9 +13,11 @@ from config_optimized import (FIELDS, FRAME_BYTES, PARTS, PROFILES, REPLAY_META_
                               autotuned_path, pick_profile, scale_profile)
 from presets import family_of, load_preset
 
-from .config_check import validate
+from ..records.files import RECORD_NAME
+from ..records.run_folder import RUNS_ROOT, resume_target
+from .check import validate
+from .cli import add_config_arguments
 from .hardware import Hardware, detect_hardware, resolve_device
-from .run_folder import RUNS_ROOT, resume_target
 
 
 def flatten(data: dict) -> dict:
@@ -28,37 +30,6 @@ def flatten(data: dict) -> dict:
         else:
             out[k] = v
     return out
-
-
-def _parse_bool(text: str) -> bool:
-    low = text.lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """One option per Config field, and --config FILE; unset options stay None so the layers
-    below the command line fill them."""
-    parser.add_argument("--config", metavar="FILE", default=None,
-                        help="a TOML or JSON file of Config fields (a run's config.json works too), applied over "
-                             "the defaults, the game's preset and the hardware profile, under the flags")
-    for name, (_, f) in FIELDS.items():
-        flag = "--" + name.replace("_", "-")
-        default = f.default
-        kind = f.metadata.get("type", type(default))
-        choices = f.metadata.get("choices")  # shown as the metavar; validation refuses the rest with the fix
-        help_text = f"{f.metadata['help']} (default: {default!r}, or the preset's or profile's)"
-        if "nargs" in f.metadata:
-            parser.add_argument(flag, type=kind, nargs=f.metadata["nargs"], const=f.metadata["const"], default=None,
-                                metavar=f.metadata.get("metavar"), help=help_text)
-        elif kind is bool:
-            parser.add_argument(flag, type=_parse_bool, nargs="?", const=True, default=None, metavar="BOOL", help=help_text)
-        else:
-            parser.add_argument(flag, type=kind, default=None, metavar=f"{{{','.join(choices)}}}" if choices else None,
-                                help=help_text)
 
 
 # Fields a saved run record never sets: they say where this start writes, not how it trains.
@@ -123,7 +94,7 @@ def read_config_file(path: str | Path) -> dict:
 def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
     """The config a run started with (its config.json), without the run-control fields, and notes
     on saved fields this version drops; empty for runs made before run records existed."""
-    path = run_dir / "config.json"
+    path = run_dir / RECORD_NAME
     if not path.is_file():
         return {}, []
     try:
@@ -181,7 +152,7 @@ def resolve_config(args: argparse.Namespace | dict | None = None, hw: Hardware |
     name = ("autotuned" if autotuned_path(family).exists() else pick_profile(hw)) if profile == "auto" else profile
     layers = [(f"preset {family}", checked_preset(family)), (f"profile {name}", scale_profile(name, hw, env))]
     if saved:
-        layers.append((f"resumed {resumed_from / 'config.json'}", {k: v for k, v in saved.items() if k != "profile"}))
+        layers.append((f"resumed {resumed_from / RECORD_NAME}", {k: v for k, v in saved.items() if k != "profile"}))
         if "profile" in given:
             notes.append(f"--profile {given['profile']} sets nothing on a resumed run (its saved settings win); "
                          "give the fields to change instead")

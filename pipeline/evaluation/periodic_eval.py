@@ -18,9 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
-CANDIDATE_NAME = "eval_candidate.pt"
-BEST_EVAL_NAME = "best_eval.pt"
-EVALS_NAME = "evals.jsonl"
+from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
+
 TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a policy stuck in a game)
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from wrappers.registry import is_mario
 
+from ..replay import Storage, snapshot
 from . import checkpoint as ckpt
-from .replay import snapshot
+from .files import CHECKPOINT_NAME, REPLAY_NAME
 
 
 @dataclass
@@ -26,11 +27,34 @@ class RunCounters:
     best_eval: float = float("-inf")   # best --eval-interval evaluation (best_eval.pt)
 
 
+def check_resume(cfg) -> None:
+    """Fail on a checkpoint or replay file that cannot continue this run, before any process starts."""
+    run_dir = Path(cfg.run.run_dir)
+    path = run_dir / CHECKPOINT_NAME
+    state = ckpt.load(path, cfg.env, None, cfg.env_options.frame_stack)
+    # The run's config.json keeps the network fixed on a resume; for a run saved before run records,
+    # only the checkpoint can say what network its weights fit.
+    for key in ("model_arch", "dueling", "quantiles"):
+        if key in state["meta"] and state["meta"][key] != cfg.get(key):
+            raise ckpt.CheckpointError(f"checkpoint {path} was trained with --{key.replace('_', '-')} "
+                                       f"{state['meta'][key]!r} but this run has {cfg.get(key)!r}; resume with the "
+                                       "settings it was trained with, or start a new run without --resume")
+    replay = run_dir / REPLAY_NAME
+    if cfg.run.save_replay and replay.exists():
+        streams = cfg.collectors.env_streams
+        saved = snapshot.check_fits(replay, cfg.env, cfg.env_options.frame_stack,
+                                    Storage.fitted_capacity(cfg.replay.buffer_size, streams), streams)
+        # the file the run will load (``resume`` loads it only if it was saved with this checkpoint):
+        # read it whole now, so that damage is refused here and not half-way through the load
+        if saved["env_steps"] == state.get("counters", {}).get("env_steps"):
+            snapshot.verify(replay)
+
+
 def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[RunCounters, int]:
     """Load the run's checkpoint into ``learner`` and the random states, and its saved replay into
     ``replay`` where it belongs to that checkpoint. Returns the counters and the agent steps still
     to collect before training goes on (the rest of warm-up, or a whole refill)."""
-    path = run_dir / ckpt.CHECKPOINT_NAME
+    path = run_dir / CHECKPOINT_NAME
     state = ckpt.load(path, cfg.env, n_actions, cfg.env_options.frame_stack)
     try:
         learner.load_state_dict(state["learner"])
@@ -65,7 +89,7 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
 
 def _restore_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> bool:
     """Load the replay saved with the checkpoint, if it belongs to it; say what happened."""
-    path = run_dir / snapshot.REPLAY_NAME
+    path = run_dir / REPLAY_NAME
     refill = f"the replay refills ({cfg.learner.learning_starts:,} steps) before training goes on"
     if not cfg.run.save_replay or not path.exists():
         why = "--save-replay is off" if not cfg.run.save_replay else f"no {path}"
@@ -85,7 +109,7 @@ def _restore_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> bool:
 
 def save_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> None:
     """The replay beside the final checkpoint (writers stopped), tagged with its step count."""
-    path = run_dir / snapshot.REPLAY_NAME
+    path = run_dir / REPLAY_NAME
     size, took = snapshot.save(replay, path, {"env": cfg.env, "frame_stack": cfg.env_options.frame_stack,
                                               "env_steps": env_steps})
     log(f"[MAIN] Replay saved to {path}: {len(replay):,} transitions, {size / 2**20:,.0f} MB in {took:.1f} s")

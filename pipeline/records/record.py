@@ -13,9 +13,10 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-RECORD_NAME = "config.json"
+from .files import RECORD_NAME, TMP_SUFFIX
+
 PACKAGES = ("torch", "gymnasium", "ale-py", "nes-py", "gym-super-mario-bros", "numpy")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project folder (pipeline/records/record.py)
 
 
 def git_commit(root: Path = ROOT) -> str:
@@ -49,7 +50,7 @@ def run_record(cfg, hw, profile: str, reason: str, argv: list[str] | None = None
 
 def write_json(path: Path, data: dict) -> Path:
     """A JSON file written whole or not at all (temp file, then rename)."""
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(path.name + TMP_SUFFIX)
     tmp.write_text(json.dumps(data, indent=2, default=str))
     os.replace(tmp, path)
     return path

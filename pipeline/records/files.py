@@ -1,0 +1,50 @@
+"""Every file name a run folder holds, in one place: the modules that write or read a run's files
+(and the entry script) import the names from here, so a name is changed once.
+
+A run folder (``runs/{env}__{seed}__{time}``, or ``--run-dir``)::
+
+    checkpoint.pt       the latest checkpoint (``--resume``, ``--eval``)
+    best.pt             the weights of the best rolling score at an epoch end
+    best_eval.pt        the weights of the best evaluation (``--eval-interval``)
+    replay.npz          the saved replay (``--save-replay``), loaded by ``--resume``
+    config.json         the run record: settings, hardware, commit, versions
+    metrics.jsonl       one row per epoch; tb/ holds the same for TensorBoard
+    episodes.jsonl      one row per whole game
+    evals.jsonl         one row per evaluation during training
+    eval.json           the last ``--eval`` of the run
+    learning_curve.png  ``--plot`` and the end of every run
+    train.log           the run's log
+    wandb_run_id, wandb/  ``--track``
+"""
+from __future__ import annotations
+
+CHECKPOINT_NAME = "checkpoint.pt"
+BEST_NAME = "best.pt"
+BEST_EVAL_NAME = "best_eval.pt"
+CANDIDATE_NAME = "eval_candidate.pt"   # the weights an evaluation during training is playing
+REPLAY_NAME = "replay.npz"
+RECORD_NAME = "config.json"
+METRICS_NAME = "metrics.jsonl"
+EPISODES_NAME = "episodes.jsonl"
+EVALS_NAME = "evals.jsonl"
+EVAL_NAME = "eval.json"
+CURVE_NAME = "learning_curve.png"
+LOG_NAME = "train.log"
+TB_DIR = "tb"
+TRACKING_ID_FILE = "wandb_run_id"
+WANDB_DIR = "wandb"
+VIDEO_NAME = "replay.mp4"              # the evaluation video a Hub upload carries
+MODEL_CARD_NAME = "README.md"          # the Hub upload's model card
+LATEST_LINK = "latest"                 # runs/latest: the newest run under runs/
+TMP_SUFFIX = ".tmp"                    # atomic writes go to NAME.tmp, then are renamed over NAME
+
+# What makes a folder a run's: a new run must not write into another's (runs once overwrote each
+# other silently in a shared runs/latest).
+RUN_FILES = (CHECKPOINT_NAME, METRICS_NAME, EPISODES_NAME, LOG_NAME, RECORD_NAME, REPLAY_NAME, BEST_NAME,
+             EVALS_NAME, BEST_EVAL_NAME)
+# written by a run besides RUN_FILES (which mark a folder as a run's)
+OTHER_FILES = (CURVE_NAME, CHECKPOINT_NAME + TMP_SUFFIX, REPLAY_NAME + TMP_SUFFIX, EVAL_NAME, CANDIDATE_NAME,
+               TRACKING_ID_FILE)
+OTHER_FOLDERS = (TB_DIR, WANDB_DIR)
+# the newest weights of a run, best first: what --push-to-hub evaluates
+WEIGHTS_BEST_FIRST = (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME)

@@ -1,0 +1,3 @@
+"""Configuration: the hardware found (``hardware.py``), where each setting comes from
+(``layers.py``), validation (``check.py``) and the command line built from the Config fields
+(``cli.py``)."""

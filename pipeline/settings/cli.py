@@ -1,0 +1,64 @@
+"""The command line: one option per field of ``config_optimized.Config`` (``add_config_arguments``)
+and the training command's parser (``build_parser``, ``parse_args``) with its evaluation, plot and
+Hub modes. ``mario_rl_optimized.py`` parses with it and dispatches; the benchmarks parse the
+training options they pass on with it too."""
+from __future__ import annotations
+
+import argparse
+
+from config_optimized import FIELDS
+
+
+def _parse_bool(text: str) -> bool:
+    low = text.lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """One option per Config field, and --config FILE; unset options stay None so the layers
+    below the command line fill them."""
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="a TOML or JSON file of Config fields (a run's config.json works too), applied over "
+                             "the defaults, the game's preset and the hardware profile, under the flags")
+    for name, (_, f) in FIELDS.items():
+        flag = "--" + name.replace("_", "-")
+        default = f.default
+        kind = f.metadata.get("type", type(default))
+        choices = f.metadata.get("choices")  # shown as the metavar; validation refuses the rest with the fix
+        help_text = f"{f.metadata['help']} (default: {default!r}, or the preset's or profile's)"
+        if "nargs" in f.metadata:
+            parser.add_argument(flag, type=kind, nargs=f.metadata["nargs"], const=f.metadata["const"], default=None,
+                                metavar=f.metadata.get("metavar"), help=help_text)
+        elif kind is bool:
+            parser.add_argument(flag, type=_parse_bool, nargs="?", const=True, default=None, metavar="BOOL", help=help_text)
+        else:
+            parser.add_argument(flag, type=kind, default=None, metavar=f"{{{','.join(choices)}}}" if choices else None,
+                                help=help_text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``mario_rl_optimized.py`` (and ``fast-dqn train``)."""
+    parser = argparse.ArgumentParser(
+        description="Fast DQN for Super Mario Bros and Atari: collector processes, shared-memory rings, "
+                    "a uint8 replay and a mixed-precision BatchNorm DQN learner.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    modes = parser.add_argument_group("evaluation and plots (instead of training)")
+    modes.add_argument("--eval", metavar="CHECKPOINT", help="play greedy episodes with a checkpoint file or run directory")
+    modes.add_argument("--episodes", type=int, default=10, help="episodes to play with --eval (--eval-epsilon sets "
+                                                                "its random-action probability)")
+    modes.add_argument("--video", metavar="PATH.mp4", help="with --eval: record the first episode to this MP4")
+    modes.add_argument("--plot", metavar="RUN_DIR", help="draw RUN_DIR/learning_curve.png from its metrics.jsonl")
+    modes.add_argument("--push-to-hub", metavar="REPO", help="share the run in --run-dir (default: the latest) on the "
+                       "Hugging Face Hub as user/name: model card, weights, config.json, eval.json, curve and video "
+                       "(evaluates it first if it has no eval.json); needs pip install 'fast-dqn[hub]'")
+    modes.add_argument("--private", action="store_true", help="with --push-to-hub: create the repository private")
+    add_config_arguments(parser.add_argument_group("training (every field of config_optimized.Config)"))
+    return parser
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)

@@ -1,0 +1,213 @@
+"""The import structure: no import circle among the project's modules, and every module-level
+import goes down the layers of docs/architecture.md (or stays in its layer), never up.
+
+Reads the source with ``ast`` and imports nothing. Module-level imports are the ``import`` and
+``from`` statements that run when a module is imported: at the top, and inside module-level
+``if``/``try``/``with`` blocks and class bodies; not those inside functions (they run on use),
+nor those under ``if TYPE_CHECKING:`` (annotations only). An import names the module it loads:
+``from pipeline.records import files`` is an import of ``pipeline.records.files``, while
+``from pipeline.replay import Replay`` is one of the package ``pipeline.replay``. The parent
+packages Python initializes on the way are not counted: a package's ``__init__`` importing its
+own submodules is not a circle.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOP_MODULES = ("config_optimized", "mario_rl_optimized", "benchmark_performance")
+PACKAGES = ("pipeline", "wrappers", "models", "presets", "bench", "tests")
+
+# The layers, low to high. A module belongs to the longest entry that is it or a package above it;
+# a module may import its own layer and the ones below at module level, never one above.
+LAYERS = {
+    # 0: settings that import nothing of the project's code above them
+    "config_optimized": 0,
+    "presets": 0,
+    "wrappers.options": 0,
+    "pipeline.settings.hardware": 0,
+    # 1: environments and networks
+    "wrappers": 1,
+    "models": 1,
+    # 2: the data path, in the order a transition travels
+    "pipeline.transition": 2,
+    "pipeline.rollout": 2,
+    "pipeline.collector": 2,
+    "pipeline.ring": 2,
+    "pipeline.collector_block": 2,
+    "pipeline.control": 2,
+    "pipeline.shm": 2,
+    "pipeline.supervisor": 2,
+    "pipeline.games": 2,
+    "pipeline.consolidator": 2,
+    "pipeline.replay": 2,
+    "pipeline.prefetch": 2,
+    "pipeline.ratio": 2,
+    "pipeline.learner": 2,
+    # 3: run records, evaluation, configuration
+    "pipeline.records": 3,
+    "pipeline.evaluation": 3,
+    "pipeline.settings": 3,
+    # 4: Ray collectors and the learner process's wiring
+    "pipeline.distributed": 4,
+    "pipeline.trainer": 4,
+    "pipeline.run": 4,
+    # 5: entry points and benchmarks
+    "mario_rl_optimized": 5,
+    "benchmark_performance": 5,
+    "bench": 5,
+    # 6: the tests
+    "tests": 6,
+}
+
+
+def project_modules() -> dict[str, Path]:
+    """Every module of the project by dotted name (a package by its ``__init__``)."""
+    mods = {name: ROOT / f"{name}.py" for name in TOP_MODULES}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            mods[".".join(parts)] = path
+    return mods
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def module_level_imports(tree: ast.Module):
+    """The import statements that run when the module is imported."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If):
+            todo += node.orelse if _is_type_checking(node.test) else node.body + node.orelse
+        elif isinstance(node, ast.Try | ast.TryStar):
+            todo += node.body + [s for h in node.handlers for s in h.body] + node.orelse + node.finalbody
+        elif isinstance(node, ast.With | ast.ClassDef):
+            todo += node.body
+
+
+def import_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the project modules it imports at module level."""
+    graph = {}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in module_level_imports(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                if node.level:
+                    base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module
+                targets = [f"{source}.{a.name}" if f"{source}.{a.name}" in mods else source for a in node.names]
+            for target in targets:
+                while target and target not in mods:  # ``import a.b.c`` of a package-less name: its module
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def layer_of(name: str) -> int | None:
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in LAYERS:
+            return LAYERS[".".join(parts[:i])]
+    return None
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (as a path that returns to its start) per strongly connected group of modules."""
+    index, low, on_stack, stack, groups = {}, {}, set(), [], []
+
+    def visit(v):  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(set(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    cycles = []
+    for group in groups:  # a path from the group's first module back to it, inside the group
+        start = min(group)
+        prev, todo = {start: None}, [start]
+        while todo:
+            v = todo.pop(0)
+            for w in sorted(graph[v] & group):
+                if w == start:
+                    path = [v]
+                    while prev[path[-1]] is not None:
+                        path.append(prev[path[-1]])
+                    cycles.append([*reversed(path), start])
+                    todo = []
+                    break
+                if w not in prev:
+                    prev[w] = v
+                    todo.append(w)
+    return cycles
+
+
+def test_no_import_circle():
+    cycles = find_cycles(import_graph(project_modules()))
+    assert not cycles, "import circles:\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(m for m in project_modules() if layer_of(m) is None)
+    assert not missing, f"modules with no layer in LAYERS (add each to its layer): {missing}"
+
+
+def test_module_level_imports_go_down_the_layers():
+    graph = import_graph(project_modules())
+    upward = sorted(f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
+                    for m, targets in graph.items() for t in targets
+                    if None not in (layer_of(m), layer_of(t)) and layer_of(t) > layer_of(m))
+    assert not upward, "imports from a lower layer to a higher one:\n  " + "\n  ".join(upward)
+
+
+def test_the_config_never_imports_the_pipeline():
+    graph = import_graph(project_modules())
+    assert not {t for t in graph["config_optimized"] if t.startswith("pipeline")}
+
+
+def test_the_cycle_check_finds_a_planted_cycle():
+    """The checker itself: a circle of three and one of two are found, a chain is not."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"f"}, "f": {"e"}, "g": {"d"}}
+    assert sorted(find_cycles(graph)) == [["a", "b", "c", "a"], ["e", "f", "e"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_relative_imports_resolve_to_the_modules_they_load():
+    graph = import_graph(project_modules())
+    assert "pipeline.replay.storage" in graph["pipeline.replay.sampler"]
+    assert "pipeline.transition" in graph["pipeline.replay.sampler"]  # from ..transition import LAST
+    assert "pipeline.records.checkpoint" in graph["pipeline.run"]      # from .records import checkpoint as ckpt
+    assert "pipeline.shm" in graph["pipeline.run"]                     # from . import shm
