@@ -70,9 +70,8 @@ class Learner:
         # GradScaler only for fp16; bf16 has fp32's exponent range and needs no loss scaling.
         self.scaler = torch.amp.GradScaler(device.type if device.type == "cuda" else "cpu",
                                            enabled=self.amp_dtype == torch.float16)
-        self.net = torch.compile(self.model) if cfg.compile else self.model
-        self.target_net = torch.compile(self.target) if cfg.compile else self.target
-        # What the targets and the loss read: every atom of every action (models/dqn.py).
+        # What the targets and the loss read: every atom of every action (models/dqn.py); with
+        # --compile these are what torch.compile compiles.
         self.net_atoms = torch.compile(self.model.atoms) if cfg.compile else self.model.atoms
         self.target_atoms = torch.compile(self.target.atoms) if cfg.compile else self.target.atoms
         self.updates = 0
@@ -111,9 +110,9 @@ class Learner:
                 # running: the online net in eval mode, so s' does not move its running statistics.
                 # batch: train mode, so a' is picked on the normalization Q(s) is trained with; s'
                 # then also enters the running statistics (replay data, as s is).
-                self.net.train(self.cfg.bn_targets == "batch")
+                self.model.train(self.cfg.bn_targets == "batch")
                 a_star = self.net_atoms(b["next_obs"]).mean(2).argmax(1)
-                self.net.train()
+                self.model.train()
             else:
                 a_star = next_target.mean(2).argmax(1)
             next_atoms = _pick(next_target, a_star)

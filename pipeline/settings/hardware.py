@@ -97,11 +97,11 @@ def bf16_speedup(cpu_model: str) -> float:
     except (OSError, ValueError, AttributeError):
         known = {}
     speedup = measure_bf16_speedup()
+    from pipeline.records.record import write_json
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({**known, key: round(speedup, 3)}, indent=1))
-        tmp.replace(path)
+        write_json(path, {**known, key: round(speedup, 3)})
     except OSError:
         pass  # a read-only home: measured again next time
     return speedup
