@@ -8,6 +8,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --quick               # under 3 minutes, no torch.compile rows
     python benchmark_performance.py --json out.json --plot ladder.png
     python benchmark_performance.py --only ladder --rows 4,8   # some rows (and the baseline)
+    python benchmark_performance.py --only update         # one learner update's time by part and layer
     python benchmark_performance.py --profile             # torch.profiler traces in profiles/
     python benchmark_performance.py --autotune            # writes ~/.config/fast-dqn/autotuned-atari.json
     python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --vs-baseline --json tts.json --plot tts.png
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -33,6 +35,15 @@ from bench.profile import profile_run
 from bench.time_to_score import QUICK_SCORE, plot_time_to_score, print_time_to_score, time_to_score
 
 
+def _timed(label: str, fn, *args, **kwargs):
+    """One component, with how long it took on the progress line."""
+    print(f"  {label} ...", end="", flush=True)
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    print(f" {time.perf_counter() - t0:.0f} s", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Measure what each optimization buys on this machine: the ladder "
                                              "(each row adds one optimization) plus component benchmarks, in one run.", allow_abbrev=False)
@@ -40,9 +51,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
     ap.add_argument("--seconds", type=float, help="measured seconds per ladder row after learning starts")
-    ap.add_argument("--only", choices=["ladder", "components", "learner", "emulator", "ray"],
+    ap.add_argument("--only", choices=["ladder", "components", "learner", "update", "emulator", "ray"],
                     help="run one part only (learner: updates/s alone vs in the pipeline at batch 32/64/128, "
-                         "1 and 2 threads, and the share of the CPU's peak; emulator: Mario's NES emulator "
+                         "1 and 2 threads, and the share of the CPU's peak; update: one learner update's time "
+                         "split by part and layer, with each part's GFLOP/s; emulator: Mario's NES emulator "
                          "frames/s per core against each layer above it, up to a collector's rollout; ray: "
                          "collectors as Ray actors against collector processes, collection only)")
     ap.add_argument("--ray-address", help="with --only ray: a running cluster (default: start a one-node one here)")
@@ -119,6 +131,11 @@ def main(argv=None) -> int:
     if args.only == "learner":
         result["learner_grid"] = bench_learner_grid(seconds, nw)
         print_learner_grid(result["learner_grid"])
+    if args.only == "update":
+        from bench.update_parts import print_update_parts, update_parts
+
+        result["update_parts"] = update_parts(n_updates=10 if args.quick else 30)
+        print_update_parts(result["update_parts"])
     if args.only == "emulator":
         from bench.emulator import bench_emulator, print_emulator
 
@@ -130,26 +147,27 @@ def main(argv=None) -> int:
                      "SuperMarioBros-W-S-v0 id")
         result["emulator"] = bench_emulator(env, nw, 1.0 if args.quick else 3.0)
         print_emulator(result["emulator"])
-    if args.only not in ("components", "learner", "emulator", "ray"):
+    if args.only not in ("components", "learner", "update", "emulator", "ray"):
         result["rows"] = bench_ladder(seconds, args.quick, rows)
         print_ladder(result["rows"])
         if args.plot:
             plot_ladder(result["rows"], args.plot)
             print(f"\nLadder chart: {args.plot}")
-    if args.only not in ("ladder", "learner", "emulator", "ray"):
+    if args.only not in ("ladder", "learner", "update", "emulator", "ray"):
         print("\nComponents ...", flush=True)
         torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
         c = result["components"]
-        c["queue"] = bench_queue(20_000 if args.quick else 100_000)
-        c["queue_per_transition"] = bench_queue(5_000 if args.quick else 20_000, batch=1)
-        c["collector_overhead"] = bench_collector_overhead(4 if args.quick else 10)
-        c["envs"] = bench_vector_envs(nw)
-        c["replay"] = bench_replay(nw)
-        c["learner"] = bench_learner(nw, compile_rows=not args.quick)
-        c["acting"] = bench_acting(nw)
+        c["queue"] = _timed("queue", bench_queue, 20_000 if args.quick else 100_000)
+        c["queue_per_transition"] = _timed("queue per transition", bench_queue, 5_000 if args.quick else 20_000, batch=1)
+        c["collector_overhead"] = _timed("collector overhead", bench_collector_overhead, 4 if args.quick else 10)
+        c["envs"] = _timed("vector envs", bench_vector_envs, nw)
+        c["replay"] = _timed("replay", bench_replay, nw)
+        c["learner"] = _timed("learner", bench_learner, nw, compile_rows=not args.quick)
+        c["acting"] = _timed("acting", bench_acting, nw)
         prof_row = next((r for r in result["rows"] if r["name"].startswith("8.") and "settings" in r), None)
         if prof_row:
-            c["learner_in_pipeline"] = bench_learner_in_pipeline(prof_row, nw)
+            c["learner_in_pipeline"] = _timed("learner alone at row 8's settings", bench_learner_in_pipeline,
+                                              prof_row, nw)
         print_components(c)
     result["machine"]["load_avg_at_end"] = os.getloadavg()
     print(f"\nLoad average at end: {result['machine']['load_avg_at_end']} (other load on the machine skews every figure)")

@@ -134,7 +134,8 @@ class RunConfig:
                               "unset = never", None, type=float)
     score_metric: str = doc("what --target-score is measured in: the raw (unclipped) return, or the distance (Mario)",
                             "return", choices=("return", "distance"))
-    time_limit: float = doc("stop after this many minutes of wall clock; 0 = no limit", 0.0)
+    time_limit: float = doc("stop once the run has trained this many minutes of wall clock (a resumed run's earlier "
+                            "sessions count, as its agent steps count for --total-steps); 0 = no limit", 0.0)
     eval_interval: int = doc("agent steps between evaluations of the current weights in a process of their own, "
                              "keeping the best in best_eval.pt; 0 = off (best.pt still follows training games)", 0)
     eval_episodes: int = doc("whole games per --eval-interval evaluation (--eval plays --episodes)", 5)
@@ -153,7 +154,7 @@ class RunConfig:
     wandb_project: str = doc("W&B project for --track", "fast-dqn")
     wandb_entity: str = doc("W&B entity (user or team) for --track; unset = your default", "")
     epoch_steps: int = doc("agent steps per epoch: one [MAIN] log line and one metrics.jsonl row", 10_000)
-    processor_log_interval: float = doc("seconds between [PROCESSOR] log lines", 10.0)
+    consolidation_log_interval: float = doc("seconds between the consolidation thread's [PROCESSOR] log lines", 10.0)
 
 
 PARTS = {"env_options": EnvOptions, "collectors": CollectorConfig, "replay": ReplayConfig, "learner": LearnerConfig,
@@ -213,6 +214,8 @@ def _flat_fields() -> dict[str, tuple[str, Field]]:
 
 
 FIELDS = _flat_fields()
+# Old names still read from flags, config files and the run records of earlier versions -> today's.
+RENAMED_FIELDS = {"processor_log_interval": "consolidation_log_interval"}
 
 
 # ----------------------------------------------------------------------------- profiles

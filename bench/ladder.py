@@ -25,7 +25,7 @@ LADDER = [
 LADDER_BASE = dict(env="ALE/Pong-v5", model_arch="nature", amp=False, compile=False, batch_size=32,
                    grad_accum_steps=1, replay_ratio=8.0, n_step=1, num_collectors=1, envs_per_collector=8)
 BENCH_RUN = dict(learning_starts=2_000, buffer_size=50_000, total_steps=10**12, checkpoint_interval=10**9,
-                 tensorboard=False, processor_log_interval=1e9, epoch_steps=10**9, seed=1)
+                 tensorboard=False, consolidation_log_interval=1e9, epoch_steps=10**9, seed=1)
 
 
 def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
@@ -133,8 +133,11 @@ def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> l
         elif params.get("amp") and not (hw.cuda or hw.cpu_bf16):
             row["skipped"] = "no fp16/bf16 hardware here"
         else:
-            print(f"  ladder {name} ...", flush=True)
+            print(f"  ladder {name} ...", end="", flush=True)
+            t0 = time.perf_counter()
             row.update(run_row(mode, params, seconds))
+            row["row_s"] = time.perf_counter() - t0  # the whole row: start-up, warm-up, measuring, stop
+            print(f" {row['row_s']:.0f} s", flush=True)
         rows.append(row)
     base = rows[0].get("env_steps_per_s")
     for row in rows:

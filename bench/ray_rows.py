@@ -28,7 +28,7 @@ from .common import measured_run, run_in_child
 ROOT = Path(__file__).resolve().parent.parent
 RAY = str(Path(sys.executable).parent / "ray")
 COLLECT_ONLY = dict(learning_starts=10**12, buffer_size=50_000, total_steps=10**12, checkpoint_interval=10**9,
-                    tensorboard=False, processor_log_interval=1e9, epoch_steps=10**9, seed=1, save_replay=False)
+                    tensorboard=False, consolidation_log_interval=1e9, epoch_steps=10**9, seed=1, save_replay=False)
 
 
 def _cpu_s() -> float:
@@ -112,7 +112,7 @@ def _row(overrides: dict, seconds: float, window_s: float, actor_rate: float | N
                     break
                 time.sleep(window_s)
         wire = measured_run(trainer, log, measure, lambda t: [(s.block.bytes, s.block.records)
-                                                               for s in (t.remote.sources if t.remote else [])])
+                                                               for s in t.remote.sources])
     if len(samples) < 3:
         raise RuntimeError("the run ended before two measuring windows")
     # Rates over the whole measurement, not medians of windows: Ray batches land 256 records at

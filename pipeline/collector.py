@@ -38,6 +38,24 @@ class CollectorSpec:
                    cfg.learner.quantiles)
 
 
+@dataclass(frozen=True)
+class CollectorStart:
+    """One start of one collector process: its spec, which collector it is, the shared memory it
+    attaches to by name, and who started it (its death ends every wait)."""
+    index: int
+    spec: CollectorSpec
+    ring_name: str
+    control_name: str
+    n_weights: int
+    parent_pid: int
+    launch: int = 0  # numbers this start among every collector start of the run, resumes included
+
+    @property
+    def seed(self) -> int:
+        """No two starts play the same env seeds and exploration draws."""
+        return collector_seed(self.spec.seed, self.index, self.launch)
+
+
 def epsilon_schedule(c: CollectorConfig, global_steps: int) -> float:
     """Linear decay from eps_start to eps_end over eps_decay_steps agent steps of the whole run."""
     frac = min(1.0, global_steps / max(1, c.eps_decay_steps))
@@ -99,18 +117,17 @@ def collector_seed(seed: int, index: int, launch: int) -> int:
     return seed + 10_007 * index + 101 * launch
 
 
-def run_collector(index: int, spec: CollectorSpec, ring_name: str, control_name: str, n_weights: int,
-                  parent_pid: int, errors, launch: int = 0) -> None:
-    """``launch`` numbers this start among every collector start of the run, resumes included,
-    so no two starts play the same env seeds and exploration draws."""
+def run_collector(start: CollectorStart, errors) -> None:
+    """The collector process's entry: collect until told to stop; any failure goes to ``errors``
+    (the supervisor restarts the collector or stops the run)."""
     use_one_core()
     try:
-        _collect(index, spec, ring_name, control_name, n_weights, parent_pid, launch)
+        _collect(start)
     except KeyboardInterrupt:
         pass
     except BaseException as exc:  # report everything, including env errors, to the learner
         try:
-            errors.put((index, spec.env, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            errors.put((start.index, start.spec.env, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         except Exception:
             pass
         raise SystemExit(1)
@@ -160,7 +177,7 @@ class Exploration:
         return self.fixed if self.fixed is not None else epsilon_schedule(self.c, global_steps)
 
 
-def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, parent_pid, launch):
+def _collect(start: CollectorStart):
     import signal
 
     import torch
@@ -169,25 +186,26 @@ def _collect(index, spec: CollectorSpec, ring_name, control_name, n_weights, par
     from .ring import Ring
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
+    spec = start.spec
     c = spec.collectors
-    ring = Ring.attach(ring_name, c.queue_capacity)
-    control = ControlBlock.attach(control_name, n_weights)
+    ring = Ring.attach(start.ring_name, c.queue_capacity)
+    control = ControlBlock.attach(start.control_name, start.n_weights)
 
     def give_up() -> bool:
         # Every wait below (first weights, the allowance, room in a full ring) ends on this. A
         # learner killed with SIGKILL never sets the stop flag, and nobody will drain the ring,
         # raise the allowance or publish weights again: its death ends the waits too.
-        return control.stop or os.getppid() != parent_pid
+        return control.stop or os.getppid() != start.parent_pid
 
     env, model = make_envs_and_policy(spec)
-    scratch = torch.empty(n_weights)
+    scratch = torch.empty(start.n_weights)
     while not control.load_if_new(model, scratch):  # act only with the learner's weights
         if give_up():
             return
         time.sleep(0.01)
 
-    rollout = make_rollout(spec, env, model, collector_seed(spec.seed, index, launch))
-    exploration = Exploration(c, index)
+    rollout = make_rollout(spec, env, model, start.seed)
+    exploration = Exploration(c, start.index)
     block = ring.block
     pusher = RecordPusher(ring, rollout, c.drop_when_full, give_up)
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.profiler import record_function
 
 from config_optimized import LearnerConfig
 from models import build_model
@@ -121,18 +122,20 @@ class Learner:
     def loss(self, b: dict):
         """Per-sample Huber loss of Q(s, a) (DQN) or quantile Huber loss of its quantiles (QR-DQN),
         importance-weighted under prioritized replay; also the TD errors and Q-values."""
-        target = self.td_targets(b)
-        with self._autocast():
-            theta = _pick(self.net_atoms(b["obs"]).float(), b["action"])
-        q = theta.mean(1)
-        td = target.mean(1) - q
-        if theta.shape[1] == 1:
-            per_sample = F.smooth_l1_loss(theta[:, 0], target[:, 0], reduction="none")
-        else:
-            per_sample = quantile_huber(theta, target)
-        if b.get("weights") is not None:
-            per_sample = per_sample * b["weights"]
-        return per_sample.mean(), td.detach(), q.detach()
+        with record_function("learner.targets"):
+            target = self.td_targets(b)
+        with record_function("learner.forward"):
+            with self._autocast():
+                theta = _pick(self.net_atoms(b["obs"]).float(), b["action"])
+            q = theta.mean(1)
+            td = target.mean(1) - q
+            if theta.shape[1] == 1:
+                per_sample = F.smooth_l1_loss(theta[:, 0], target[:, 0], reduction="none")
+            else:
+                per_sample = quantile_huber(theta, target)
+            if b.get("weights") is not None:
+                per_sample = per_sample * b["weights"]
+            return per_sample.mean(), td.detach(), q.detach()
 
     def update(self, micro_batches: list[dict]) -> dict:
         """One optimizer step over ``grad_accum_steps`` micro-batches (already on device)."""
@@ -141,7 +144,8 @@ class Learner:
         losses, tds, qs = [], [], []
         for b in micro_batches:
             loss, td, q = self.loss(b)
-            self.scaler.scale(loss / len(micro_batches)).backward()
+            with record_function("learner.backward"):
+                self.scaler.scale(loss / len(micro_batches)).backward()
             losses.append(loss.detach())
             tds.append(td)
             qs.append(q)
@@ -149,15 +153,18 @@ class Learner:
         # to catch a non-finite gradient (the loss can be finite), and clip_grad_norm_ would turn
         # inf into NaN and Adam write it into every weight. Unscaled first (fp16), so the scaler
         # records its inf check before the step or the skip below.
-        self.scaler.unscale_(self.optimizer)
-        if self.cfg.max_grad_norm > 0:
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
-        else:
-            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+        with record_function("learner.clip"):
+            self.scaler.unscale_(self.optimizer)
+            if self.cfg.max_grad_norm > 0:
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+            else:
+                grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters()
+                                                          if p.grad is not None])
         # One host sync per update for all four figures (the NaN checks need loss and norm here).
-        loss, td_mean, q_mean, grad_norm = torch.stack([
-            torch.stack(losses).mean(), torch.cat(tds).abs().mean().float(), torch.cat(qs).mean().float(),
-            grad_norm.float()]).tolist()
+        with record_function("learner.sync"):
+            loss, td_mean, q_mean, grad_norm = torch.stack([
+                torch.stack(losses).mean(), torch.cat(tds).abs().mean().float(), torch.cat(qs).mean().float(),
+                grad_norm.float()]).tolist()
         # fp16: the scaler skips a step with non-finite gradients itself and lowers its scale.
         bad = "loss" if not math.isfinite(loss) else (
             "gradient" if not self.scaler.is_enabled() and not math.isfinite(grad_norm) else None)
@@ -174,8 +181,9 @@ class Learner:
                                        "lower --lr, or turn off --amp to rule out precision")
             return {"loss": float("nan"), "td_error": float("nan"), "td_abs": [t.abs() for t in tds], "skipped": True}
         self.bad_steps = 0
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
+        with record_function("learner.step"):
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         self.updates += 1
         if self.updates % self.cfg.target_update_interval == 0:
             self.sync_target()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import queue
 
-from .collector import CollectorSpec, collector_seed, run_collector
+from .collector import CollectorSpec, CollectorStart, run_collector
 
 
 class CollectorsFailed(RuntimeError):
@@ -42,10 +42,10 @@ class Collectors:
             raise
 
     def _start(self, i: int) -> None:
-        self.seeds[i] = collector_seed(self.cfg.seed, i, self.launches)
-        p = self.ctx.Process(target=run_collector, name=f"collector-{i}",
-                             args=(i, self.spec, self.ring_names[i], self.control_name, self.n_weights,
-                                   os.getpid(), self.errors, self.launches), daemon=True)
+        start = CollectorStart(i, self.spec, self.ring_names[i], self.control_name, self.n_weights, os.getpid(),
+                               self.launches)
+        self.seeds[i] = start.seed
+        p = self.ctx.Process(target=run_collector, name=f"collector-{i}", args=(start, self.errors), daemon=True)
         self.launches += 1
         p.start()
         self.procs[i] = p

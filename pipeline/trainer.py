@@ -12,6 +12,7 @@ import multiprocessing as mp
 import random
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,6 +26,7 @@ from . import shm
 from .collector import epsilon_schedule
 from .consolidator import Consolidator
 from .control import ControlBlock
+from .distributed.no_ray import NoRayCollectors
 from .evaluation.periodic_eval import PeriodicEval
 from .learner import Learner, TrainingDiverged
 from .prefetch import Prefetcher
@@ -42,6 +44,9 @@ from .replay import Replay
 from .ring import Ring
 from .settings.hardware import Hardware, learner_threads, resolve_device
 from .supervisor import Collectors
+
+if TYPE_CHECKING:  # Ray is imported only by runs with Ray collectors
+    from .distributed.intake import RayCollectors
 
 
 class Trainer:
@@ -62,7 +67,7 @@ class Trainer:
         self.rings: list[Ring] = []
         self.control: ControlBlock | None = None
         self.collectors: Collectors | None = None
-        self.remote = None  # RayCollectors with --ray-collectors (Ray is imported only then)
+        self.remote: RayCollectors | NoRayCollectors = NoRayCollectors()  # Ray's only with --ray-collectors
         self.consolidator: Consolidator | None = None
         self.prefetcher: Prefetcher | None = None
         self.evals: PeriodicEval | None = None
@@ -126,7 +131,7 @@ class Trainer:
         self.collectors = Collectors(mp.get_context(col.start_method), cfg, [r.name for r in self.rings],
                                      self.control.name, self.n_weights, self.log, self.launches, self.remote)
         self.consolidator = Consolidator(self.rings, self.replay, rep.consolidation_batch, self.log,
-                                         run.processor_log_interval, self.remote)
+                                         run.consolidation_log_interval, self.remote)
         self.prefetcher = Prefetcher(self.replay, self.learner, lrn.batch_size, rep.prefetch_batches)
         self.ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, self.base_steps + self.refill_steps,
                                  col.env_streams)
@@ -149,7 +154,7 @@ class Trainer:
 
     def blocks(self) -> list:
         """Each collector's counters and allowance: the rings' blocks, then the Ray collectors'."""
-        return [r.block for r in self.rings] + ([s.block for s in self.remote.sources] if self.remote else [])
+        return [r.block for r in self.rings] + [s.block for s in self.remote.sources]
 
     def _set_allowance(self, steps: int) -> None:
         """Hold collectors back when the learner falls behind the replay ratio: the headroom is
@@ -172,16 +177,14 @@ class Trainer:
         """The learner's weights to every collector: shared memory, and the object store for Ray's."""
         self.check_finite()
         self.control.publish(self.learner.model)
-        if self.remote is not None:
-            self.remote.publish(self.learner.model)
+        self.remote.publish(self.learner.model)
 
     # ------------------------------------------------------------------ main loop
     def train(self) -> int:
         cfg = self.cfg
         t_start = self.t_start  # time to score is what a user waits: set-up counts
         self.consolidator.start()
-        if self.remote is not None:
-            self.remote.start()
+        self.remote.start()
         spu = cfg.learner.effective_batch
         next_epoch = (self.env_steps() // cfg.run.epoch_steps + 1) * cfg.run.epoch_steps
         window = self._new_window(t_start)
@@ -198,7 +201,7 @@ class Trainer:
                 self.evals.poll()
                 if self.evals.due(self.env_steps()) and self.learner.updates:
                     self.evals.start(self.save_checkpoint, self.env_steps())
-                if cfg.run.time_limit and now - t_start >= cfg.run.time_limit * 60:
+                if cfg.run.time_limit and self.wall_offset + now - t_start >= cfg.run.time_limit * 60:
                     self.stop_reason = "time_limit"
                     break
             steps = self.env_steps()
@@ -293,7 +296,7 @@ class Trainer:
                        games, self.base_episodes + self.consolidator.episodes_total, self.epsilon(steps),
                        len(self.replay), self.consolidator.drops(), self.samples_trained, cfg.learner.effective_batch,
                        is_mario(cfg.env), self.wall_offset + now - self.t_start,
-                       eta(cfg.total_steps, steps, sps, cfg.run.time_limit, now - self.t_start))
+                       eta(cfg.total_steps, steps, sps, cfg.run.time_limit, self.wall_offset + now - self.t_start))
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)
@@ -332,8 +335,7 @@ class Trainer:
             self.control.request_stop()
         if self.collectors is not None:
             self.collectors.join()
-        if self.remote is not None:
-            self.remote.stop()
+        self.remote.stop()
         for t in (self.consolidator, self.prefetcher):
             if t is not None and t.is_alive():
                 t.stop_event.set()
@@ -351,10 +353,9 @@ class Trainer:
             self.control.close()
         if self.collectors is not None:
             self.collectors.close()
-        if self.remote is not None:
-            self.remote.close()
+        self.remote.close()
         for f in (self.metrics, self.tracker, self.episodes_file):
             if f is not None:
                 f.close()
-        self.rings, self.control, self.collectors, self.remote = [], None, None, None
+        self.rings, self.control, self.collectors, self.remote = [], None, None, NoRayCollectors()
         self.metrics = self.tracker = self.episodes_file = None

@@ -4,7 +4,7 @@ pipeline a real game does, and small enough that a DQN learns it in a minute on 
 
 Importing this module registers ``Catch-v0`` (used as ``--env tests.catch_env:Catch-v0``) and
 ``CatchCrash-v0`` (raises inside ``step`` after 400 steps) and ``CatchNaN-v0`` (rewards turn
-NaN after 600 steps), for fault tests, and ``CountingCatch-v0``, whose frames carry the env
+NaN after 200 steps), for fault tests, and ``CountingCatch-v0``, whose frames carry the env
 instance's id and the number of its observation (``stamp``), so a test can read from the replay
 whether every stream's records arrived exactly once and in order.
 """
@@ -85,4 +85,4 @@ def stamp(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 gym.register("Catch-v0", entry_point=Catch)
 gym.register("CountingCatch-v0", entry_point=CountingCatch)
 gym.register("CatchCrash-v0", entry_point=Catch, kwargs={"crash_after": 400})
-gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 600})
+gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 200})

@@ -9,3 +9,32 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # A user's own autotuned profiles (from --autotune) must not change what the tests see: point
 # the profile folder, here and in every subprocess, at one that does not exist.
 os.environ["DQN_PROFILE_DIR"] = os.path.join(tempfile.gettempdir(), f"dqn-tests-no-profiles-{os.getpid()}")
+
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def catch_time_to_score(tmp_path_factory):
+    """One ``benchmark_performance.py --time-to-score --quick --vs-baseline`` run, as a user types
+    it: the catch game trained through the whole pipeline (``mario_rl_optimized.py`` with
+    collector processes, rings, replay and learner) until the mean return of the last 20 games
+    reaches 0.5, then the baseline recipe for the same time. The learning proof
+    (tests/test_learning.py) and the benchmark's report (tests/test_benchmark.py) both read this
+    one run: training catch twice cost CI two minutes."""
+    from tests.proc_utils import env_for, marked_processes
+
+    d, mark = tmp_path_factory.mktemp("catch_tts"), uuid.uuid4().hex
+    before = set(Path("/dev/shm").glob("dqnrl_*"))
+    t0 = time.time()
+    out = subprocess.run([sys.executable, "benchmark_performance.py", "--time-to-score", "--quick", "--vs-baseline",
+                          "--minutes", "2.5", "--runs-dir", str(d), "--json", str(d / "tts.json"),
+                          "--plot", str(d / "tts.png")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900, env=env_for(mark))
+    took = time.time() - t0
+    time.sleep(0.5)
+    left = {"processes": marked_processes(mark), "segments": sorted(set(Path("/dev/shm").glob("dqnrl_*")) - before)}
+    return {"dir": d, "proc": out, "took": took, "left": left}

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CATCH = ["--env", "tests.catch_env:Catch-v0", "--learning-starts", "500", "--buffer-size", "20000",
          "--envs-per-collector", "4", "--batch-size", "32", "--replay-ratio", "4", "--lr", "1e-3",
          "--target-update-interval", "100", "--eps-decay-steps", "4000", "--eps-end", "0.02",
-         "--epoch-steps", "1000", "--processor-log-interval", "2", "--checkpoint-interval", "100"]
+         "--epoch-steps", "1000", "--consolidation-log-interval", "2", "--checkpoint-interval", "100"]
 
 
 def env_for(mark):

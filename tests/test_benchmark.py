@@ -82,15 +82,15 @@ def test_autotune_writes_a_profile_that_config_picks_for_its_family_only(tmp_pat
     assert "Profile:  cpu-" in show("--env", "SuperMarioBros-1-1-v0")  # a Pong-tuned profile is not Mario's
 
 
-def test_time_to_score_quick_on_catch_with_baseline(tmp_path):
+def test_time_to_score_quick_on_catch_with_baseline(catch_time_to_score):
     """--time-to-score --quick: the catch game trained by mario_rl_optimized.py until the mean
     return of the last 20 games reaches 0.5 (or the time passes), then the baseline recipe for
-    the same time; milestones in a table, JSON and one plot with both curves."""
+    the same time; milestones in a table, JSON and one plot with both curves. (The run is shared
+    with tests/test_learning.py: tests/conftest.py.)"""
+    tmp_path, out = catch_time_to_score["dir"], catch_time_to_score["proc"]
     js, png = tmp_path / "tts.json", tmp_path / "tts.png"
-    out, took = _bench("--time-to-score", "--quick", "--vs-baseline", "--minutes", "2.5", "--runs-dir", str(tmp_path),
-                       "--json", str(js), "--plot", str(png), timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    print(f"--time-to-score --quick --vs-baseline took {took:.0f} s")
+    print(f"--time-to-score --quick --vs-baseline took {catch_time_to_score['took']:.0f} s")
     data = json.loads(js.read_text())
     assert data["env"] == "tests.catch_env:Catch-v0" and data["target"] == 0.5 and data["milestones"] == [-0.5, 0.0, 0.5]
     pipeline, baseline = data["runs"]
@@ -123,3 +123,24 @@ def test_time_to_score_targets_per_game():
     assert default_target("SuperMarioBros-1-2-v0") == 3000  # Mario by distance, any stage
     assert default_milestones("SuperMarioBros-1-1-v0") == (1000, 1500, 2000, 2500)
     assert default_target("ALE/Breakout-v5") is None and default_milestones("ALE/Breakout-v5") == ()
+
+
+def test_update_parts_split_one_update_by_part_and_layer():
+    """--only update: every part of the learner's update and every layer forward and backward
+    gets its share, the shares add up to the whole update, and the FLOPs per layer are the
+    network's (conv1 forward on s: 2 x 32 filters x 20 x 20 outputs x 4 x 8 x 8 weights per sample)."""
+    from bench.update_parts import update_parts
+
+    res = update_parts(n_updates=2, batch_size=4, threads=1)
+    got = {(r["part"], r["layer"]) for r in res["rows"]}
+    for part in ("targets", "forward"):
+        assert {(part, layer) for layer in ("uint8 scaling", "conv1", "conv2", "conv3", "bn1", "bn2", "bn3", "fc1",
+                                            "fc2")} <= got, got
+    assert {("backward", layer) for layer in ("conv1", "conv2", "conv3", "bn1", "bn2", "bn3", "fc1", "fc2")} <= got
+    assert {("clip", ""), ("sync", ""), ("step", "")} <= got
+    assert sum(r["share"] for r in res["rows"]) == pytest.approx(1.0)
+    assert sum(r["ms"] for r in res["rows"]) == pytest.approx(res["update_ms"])
+    conv1 = next(r for r in res["rows"] if (r["part"], r["layer"]) == ("forward", "conv1"))
+    assert conv1["gflop"] == pytest.approx(4 * 2 * 32 * 20 * 20 * 4 * 8 * 8 / 1e9)
+    targets_conv1 = next(r for r in res["rows"] if (r["part"], r["layer"]) == ("targets", "conv1"))
+    assert targets_conv1["gflop"] == pytest.approx(2 * conv1["gflop"])  # the target and Double-DQN forwards on s'

@@ -157,3 +157,19 @@ def test_a_config_file_may_group_fields_by_part(tmp_path):
     f.write_text("[learner]\nlrr = 3e-4\n")
     with pytest.raises(ConfigError, match="unknown field 'lrr'; did you mean 'lr'"):
         read_config_file(f)
+
+
+def test_a_renamed_field_keeps_its_old_flag_file_key_and_saved_value(tmp_path):
+    from pipeline.settings.cli import parse_args
+
+    assert parse_args(["--processor-log-interval", "3"]).consolidation_log_interval == 3.0
+    f = tmp_path / "old.toml"
+    f.write_text("processor_log_interval = 4.0\n")
+    assert read_config_file(f) == {"consolidation_log_interval": 4.0}
+    run = saved_run(tmp_path)
+    rec = json.loads((run / "config.json").read_text())
+    del rec["config"]["consolidation_log_interval"]
+    rec["config"]["processor_log_interval"] = 5.0  # a run recorded before the rename
+    (run / "config.json").write_text(json.dumps(rec))
+    res = resolve_config({"resume": str(run)}, hw(2))
+    assert res.cfg.run.consolidation_log_interval == 5.0 and res.notes == []

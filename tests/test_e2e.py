@@ -12,7 +12,7 @@ from tests.proc_utils import check_clean as _check_clean, run as _run
 pytestmark = pytest.mark.slow
 
 FAST = ["--learning-starts", "500", "--replay-ratio", "1", "--batch-size", "32", "--epoch-steps", "500",
-        "--processor-log-interval", "1", "--buffer-size", "20000", "--envs-per-collector", "4",
+        "--consolidation-log-interval", "1", "--buffer-size", "20000", "--envs-per-collector", "4",
         "--checkpoint-interval", "20"]
 
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from config_optimized import Config
+from pipeline.distributed.no_ray import NoRayCollectors
 from pipeline.records import checkpoint as ckpt
 from pipeline.learner import Learner, TrainingDiverged
 from pipeline.trainer import Trainer
@@ -25,7 +26,7 @@ def _trainer(run_dir, pushed):
     t.base_steps = t.base_episodes = t.samples_trained = t.epoch = 0
     t.best_score, t.wall_offset, t.t_start = float("-inf"), 0.0, time.monotonic()
     t.consolidator = SimpleNamespace(env_steps=0, episodes_total=0, dropped_steps=lambda: 0)
-    t.collectors, t.evals, t.remote = SimpleNamespace(launches=0), SimpleNamespace(best=None), None
+    t.collectors, t.evals, t.remote = SimpleNamespace(launches=0), SimpleNamespace(best=None), NoRayCollectors()
     t.replay = SimpleNamespace(sampler=SimpleNamespace(rng=np.random.default_rng(0)))
     t.control = SimpleNamespace(publish=lambda model: pushed.append({k: v.clone() for k, v in model.state_dict().items()}))
     return t

@@ -108,6 +108,24 @@ def test_the_resume_check_counts_ray_collectors_streams(tmp_path, num_collectors
         check_resume(cfg.replace(ray_collectors=ray_collectors + 1, ray_address="127.0.0.1:6379"))
 
 
+def test_a_resume_past_its_step_or_time_limit_is_refused_naming_the_flag(tmp_path):
+    """--total-steps and --time-limit count the whole run: a resume that has already reached one
+    would stop at once, so it is refused before anything starts (the checkpoint: 1,000 agent
+    steps, 1 second of wall clock)."""
+    run_dir = tmp_path / "run"
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, save_replay=False,
+                    total_steps=1000)
+    _save_run(run_dir, cfg, _learner(cfg), env_steps=1000)
+    with pytest.raises(ckpt.CheckpointError, match=r"at 1,000 agent steps, which --total-steps 1,000 already "
+                                                   r"reaches; give a larger --total-steps"):
+        check_resume(cfg)
+    check_resume(cfg.replace(total_steps=1001))
+    with pytest.raises(ckpt.CheckpointError, match=r"trained 0.0 minutes, which --time-limit 0.01 already reaches "
+                                                   r"\(it counts the whole run, resumes included\)"):
+        check_resume(cfg.replace(total_steps=2000, time_limit=0.01))
+    check_resume(cfg.replace(total_steps=2000, time_limit=0.02))
+
+
 def _flip_a_third_in(path):
     data = bytearray(path.read_bytes())
     data[len(data) // 3] ^= 0xFF

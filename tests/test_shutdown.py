@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from models.weights import flat_size
-from pipeline.collector import CollectorSpec, make_envs_and_policy, run_collector
+from pipeline.collector import CollectorSpec, CollectorStart, make_envs_and_policy, run_collector
 from pipeline.settings.layers import build_config
 from pipeline.consolidator import Consolidator
 from pipeline.control import ControlBlock
@@ -34,8 +34,8 @@ M = 2  # envs per collector in the consolidator tests
 def _learner_stand_in(spec, ring_name, control_name, n_weights, pids):
     """The learner's part in a collector's life: start it, then nothing (the test kills this)."""
     ctx = mp.get_context("fork")
-    p = ctx.Process(target=run_collector, args=(0, spec, ring_name, control_name, n_weights, os.getpid(),
-                                                ctx.Queue()), daemon=True)
+    start = CollectorStart(0, spec, ring_name, control_name, n_weights, os.getpid())
+    p = ctx.Process(target=run_collector, args=(start, ctx.Queue()), daemon=True)
     p.start()
     pids.put(p.pid)
     time.sleep(600)

@@ -39,6 +39,16 @@ def check_resume(cfg) -> None:
             raise ckpt.CheckpointError(f"checkpoint {path} was trained with --{key.replace('_', '-')} "
                                        f"{state['meta'][key]!r} but this run has {cfg.get(key)!r}; resume with the "
                                        "settings it was trained with, or start a new run without --resume")
+    # --total-steps and --time-limit count the whole run, earlier sessions included: one the run
+    # has already reached would stop it as soon as it started
+    c = state.get("counters", {})
+    if c.get("env_steps", 0) >= cfg.total_steps:
+        raise ckpt.CheckpointError(f"--resume: {path} is at {c['env_steps']:,} agent steps, which --total-steps "
+                                   f"{cfg.total_steps:,} already reaches; give a larger --total-steps to train on")
+    if cfg.run.time_limit and c.get("wall_s", 0.0) >= cfg.run.time_limit * 60:
+        raise ckpt.CheckpointError(f"--resume: the run has trained {c['wall_s'] / 60:.1f} minutes, which --time-limit "
+                                   f"{cfg.run.time_limit:g} already reaches (it counts the whole run, resumes "
+                                   "included); give a larger --time-limit to train on")
     replay = run_dir / REPLAY_NAME
     if cfg.run.save_replay and replay.exists():
         streams = cfg.collectors.env_streams

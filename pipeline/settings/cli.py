@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from config_optimized import FIELDS
+from config_optimized import FIELDS, RENAMED_FIELDS
 
 
 def _parse_bool(text: str) -> bool:
@@ -24,19 +24,22 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="a TOML or JSON file of Config fields (a run's config.json works too), applied over "
                              "the defaults, the game's preset and the hardware profile, under the flags")
+    old_names = {new: old for old, new in RENAMED_FIELDS.items()}
     for name, (_, f) in FIELDS.items():
         flag = "--" + name.replace("_", "-")
+        # a renamed field's old flag stays as an alias (dest is the first long option: the new name)
+        flags = [flag] + (["--" + old_names[name].replace("_", "-")] if name in old_names else [])
         default = f.default
         kind = f.metadata.get("type", type(default))
         choices = f.metadata.get("choices")  # shown as the metavar; validation refuses the rest with the fix
         help_text = f"{f.metadata['help']} (default: {default!r}, or the preset's or profile's)"
         if "nargs" in f.metadata:
-            parser.add_argument(flag, type=kind, nargs=f.metadata["nargs"], const=f.metadata["const"], default=None,
+            parser.add_argument(*flags, type=kind, nargs=f.metadata["nargs"], const=f.metadata["const"], default=None,
                                 metavar=f.metadata.get("metavar"), help=help_text)
         elif kind is bool:
-            parser.add_argument(flag, type=_parse_bool, nargs="?", const=True, default=None, metavar="BOOL", help=help_text)
+            parser.add_argument(*flags, type=_parse_bool, nargs="?", const=True, default=None, metavar="BOOL", help=help_text)
         else:
-            parser.add_argument(flag, type=kind, default=None, metavar=f"{{{','.join(choices)}}}" if choices else None,
+            parser.add_argument(*flags, type=kind, default=None, metavar=f"{{{','.join(choices)}}}" if choices else None,
                                 help=help_text)
 
 

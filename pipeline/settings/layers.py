@@ -9,8 +9,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config_optimized import (FIELDS, FRAME_BYTES, PARTS, PROFILES, REPLAY_META_BYTES, Config, ConfigError,
-                              autotuned_path, pick_profile, scale_profile)
+from config_optimized import (FIELDS, FRAME_BYTES, PARTS, PROFILES, RENAMED_FIELDS, REPLAY_META_BYTES, Config,
+                              ConfigError, autotuned_path, pick_profile, scale_profile)
 from presets import family_of, load_preset
 
 from ..records.files import RECORD_NAME
@@ -22,14 +22,14 @@ from .hardware import Hardware, detect_hardware, resolve_device
 
 def flatten(data: dict) -> dict:
     """Config values from a file, flat: a part's table (``[learner]`` in TOML, a nested JSON
-    object) is lifted into its fields' names."""
+    object) is lifted into its fields' names, and a renamed field's old name read as the new one."""
     out = {}
     for k, v in data.items():
         if k in PARTS and isinstance(v, dict):
             out.update(v)
         else:
             out[k] = v
-    return out
+    return {RENAMED_FIELDS.get(k, k): v for k, v in out.items()}
 
 
 # Fields a saved run record never sets: they say where this start writes, not how it trains.
