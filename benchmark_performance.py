@@ -10,6 +10,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --only ladder --rows 4,8   # some rows (and the baseline)
     python benchmark_performance.py --only update         # one learner update's time by part and layer
     python benchmark_performance.py --profile             # torch.profiler traces in profiles/
+    python benchmark_performance.py --value-check runs/NAME   # learned Q against the returns that followed
     python benchmark_performance.py --autotune            # writes ~/.config/fast-dqn/autotuned-atari.json
     python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --vs-baseline --json tts.json --plot tts.png
     python benchmark_performance.py --time-to-score --quick   # the catch game, a few minutes
@@ -64,6 +65,9 @@ def main(argv=None) -> int:
                     help="with --only ray: transitions/s the last row's actors send in all, replaying a batch "
                          "they played, to load the learner's intake beyond what this machine can play (default 5000)")
     ap.add_argument("--rows", metavar="N,N", help="ladder rows to run, e.g. 4,8 (row 1, the baseline, always runs)")
+    ap.add_argument("--value-check", metavar="RUN_DIR",
+                    help="instead: the run's learned Q(s, a) against the discounted returns that followed in its "
+                         "saved replay (over- or underestimation)")
     ap.add_argument("--profile", metavar="DIR", nargs="?", const="profiles",
                     help="instead: torch.profiler over learner and collector steps; traces go to DIR")
     ap.add_argument("--autotune", action="store_true",
@@ -104,6 +108,15 @@ def main(argv=None) -> int:
             ap.error(f"--rows {args.rows}: give ladder row numbers from 1 to {len(LADDER)}, e.g. --rows 4,8")
     if args.profile:
         profile_run(args.profile)
+        return 0
+    if args.value_check:
+        from bench.value_check import print_value_check, value_check
+
+        res = value_check(args.value_check)
+        print_value_check(res)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=2)
         return 0
     if args.autotune:
         data = autotune(args.seconds or (4 if args.quick else 15), args.quick, args.env or "ALE/Pong-v5")

@@ -60,7 +60,7 @@ def test_resume_takes_a_folder_or_latest(tmp_path):
 @pytest.mark.slow
 def test_run_record_best_model_and_no_silent_overwrite(tmp_path):
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "6000", "--seed", "5"]
+    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "5"]
     proc, out = run(args, mark, timeout=300)
     assert proc.returncode == 0, out[-3000:]
     record = json.loads((run_dir / "config.json").read_text())
@@ -85,7 +85,7 @@ def test_run_record_best_model_and_no_silent_overwrite(tmp_path):
     proc, out = run([*args[:-4], "--total-steps", "1200", "--overwrite"], mark)
     assert proc.returncode == 0, out[-3000:]
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert rows[0]["epoch"] == 1 and rows[-1]["env_steps"] < 6000
+    assert rows[0]["epoch"] == 1 and rows[-1]["env_steps"] < 3000
     assert json.loads((run_dir / "config.json").read_text()).get("previous") is None
     check_clean(proc, mark)
 
@@ -109,7 +109,7 @@ def test_eval_interval_keeps_the_best_evaluated_weights(tmp_path):
     from pipeline.records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
 
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "5000", "--eval-interval", "1000",
+    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "3000", "--eval-interval", "1000",
             "--eval-episodes", "3", "--eval-epsilon", "0.05"]
     proc, out = run(args, mark, timeout=300)
     assert proc.returncode == 0, out[-3000:]
