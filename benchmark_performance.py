@@ -175,7 +175,8 @@ def main(argv=None) -> int:
         c["collector_overhead"] = _timed("collector overhead", bench_collector_overhead, 4 if args.quick else 10)
         c["envs"] = _timed("vector envs", bench_vector_envs, nw)
         c["replay"] = _timed("replay", bench_replay, nw)
-        c["learner"] = _timed("learner", bench_learner, nw, compile_rows=not args.quick)
+        c["learner"] = _timed("learner", bench_learner, nw, compile_rows=not args.quick,
+                              batches=(32, 256) if args.quick else (32, 256, 512))
         c["acting"] = _timed("acting", bench_acting, nw)
         prof_row = next((r for r in result["rows"] if r["name"].startswith("8.") and "settings" in r), None)
         if prof_row:

@@ -169,12 +169,12 @@ def bench_replay(n_windows: int) -> dict:
 
 
 # ----------------------------------------------------------------------------- learner, acting
-def bench_learner(n_windows: int, compile_rows: bool) -> list[dict]:
+def bench_learner(n_windows: int, compile_rows: bool, batches=(32, 256, 512)) -> list[dict]:
     from config_optimized import Config
 
     low = "fp16" if torch.cuda.is_available() else "bf16"
     rows = []
-    for bs in (32, 256, 512):
+    for bs in batches:
         for amp in (False, True):
             for comp in ((False, True) if compile_rows else (False,)):
                 ups = learner_updates_per_s(Config.of(batch_size=bs, amp=amp, compile=comp), n_windows)

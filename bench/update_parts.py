@@ -8,8 +8,9 @@ target and Double-DQN forwards on s'; ``learner.forward``: Q(s) and the loss; ``
 layer it belongs to (by its input shape forward, by its order backward, which runs the layers in
 reverse), so the table shows each conv, BatchNorm and linear layer forward and backward, the
 uint8 scaling, and the rest. FLOPs per layer come from torch's FlopCounterMode, so a part with
-FLOPs also shows the GFLOP/s it reached. The profiler adds its own cost to every operation: the
-parts are reported as shares of the profiled update and scaled to the unprofiled update time."""
+FLOPs also shows the GFLOP/s it reached. The profiler adds its own cost to every operation (a
+few microseconds each) and between them: the parts are the profiled times, beside the update's
+time without the profiler, so small operations and the "between parts" row read high."""
 from __future__ import annotations
 
 import collections
@@ -135,12 +136,12 @@ def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: in
             e.cpu_time_total
         us[(part, "dispatch and Python")] += max(0.0, e.cpu_time_total - listed)
     in_parts = sum(us.values()) / n_updates / 1e6
-    us[("rest", "between parts (zero_grad, Python, the batch list)")] += max(0.0, profiled_s - in_parts) * 1e6 * n_updates
+    us[("rest", "between parts (zero_grad, Python, the profiler's own)")] += max(0.0, profiled_s - in_parts) * 1e6 * n_updates
     total_us = sum(us.values())
     rows = []
     for (part, layer), t in sorted(us.items(), key=lambda kv: -kv[1]):
         share = t / total_us
-        ms = 1e3 * update_s * share  # the part's share of the profiled update, at the unprofiled speed
+        ms = t / n_updates / 1e3  # as profiled: each operation carries the profiler's few microseconds
         fl = flops.get(part, {}).get(layer)
         rows.append({"part": part, "layer": layer, "ms": ms, "share": share,
                      "gflop": fl / 1e9 if fl else None, "gflops": fl / (ms / 1e3) / 1e9 if fl and ms > 0 else None})
@@ -157,7 +158,7 @@ def print_update_parts(res: dict) -> None:
           f"{res['precision']}, channels_last {res['channels_last']}): {res['update_ms']:.1f} ms "
           f"({res['profiled_update_ms']:.1f} ms under the profiler), {res['gflop_per_update']:.2f} GFLOP, "
           f"{res['gflops']:.0f} GFLOP/s overall")
-    print("\n| part | layer | ms per update | share | GFLOP | GFLOP/s |\n|---|---|---|---|---|---|")
+    print("\n| part | layer | ms per update (profiled) | share | GFLOP | GFLOP/s |\n|---|---|---|---|---|---|")
     for r in res["rows"]:
         if r["share"] < 0.002:
             continue

@@ -139,7 +139,7 @@ def test_update_parts_split_one_update_by_part_and_layer():
     assert {("backward", layer) for layer in ("conv1", "conv2", "conv3", "bn1", "bn2", "bn3", "fc1", "fc2")} <= got
     assert {("clip", ""), ("sync", ""), ("step", "")} <= got
     assert sum(r["share"] for r in res["rows"]) == pytest.approx(1.0)
-    assert sum(r["ms"] for r in res["rows"]) == pytest.approx(res["update_ms"])
+    assert sum(r["ms"] for r in res["rows"]) == pytest.approx(res["profiled_update_ms"])
     conv1 = next(r for r in res["rows"] if (r["part"], r["layer"]) == ("forward", "conv1"))
     assert conv1["gflop"] == pytest.approx(4 * 2 * 32 * 20 * 20 * 4 * 8 * 8 / 1e9)
     targets_conv1 = next(r for r in res["rows"] if (r["part"], r["layer"]) == ("targets", "conv1"))
