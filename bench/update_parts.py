@@ -122,19 +122,16 @@ def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: in
         if e.name not in PARTS or e.cpu_parent is not None and e.cpu_parent.name in PARTS:
             continue
         part = e.name.removeprefix("learner.")
-        if part in ("targets", "forward"):
-            for c in e.cpu_children:
-                us[(part, _forward_label(c.name, c.input_shapes, cfg.env_options.frame_stack))] += c.cpu_time_total
-        elif part == "backward":
-            seen = collections.Counter()  # autograd's functions: "autograd::engine::evaluate_function: X"
-            for c in e.cpu_children:
-                us[(part, _backward_label(c.name, seen))] += c.cpu_time_total
-        else:
+        if part not in ("targets", "forward", "backward"):
             us[(part, "")] += e.cpu_time_total
+            continue
+        seen = collections.Counter()  # backward: autograd's functions, "autograd::engine::evaluate_function: X"
+        for c in e.cpu_children:
+            layer = _backward_label(c.name, seen) if part == "backward" else \
+                _forward_label(c.name, c.input_shapes, cfg.env_options.frame_stack)
+            us[(part, layer)] += c.cpu_time_total
         # whatever the part's own Python and dispatch cost beyond its listed operations
-        listed = sum(c.cpu_time_total for c in e.cpu_children) if part in ("targets", "forward", "backward") else \
-            e.cpu_time_total
-        us[(part, "dispatch and Python")] += max(0.0, e.cpu_time_total - listed)
+        us[(part, "dispatch and Python")] += max(0.0, e.cpu_time_total - sum(c.cpu_time_total for c in e.cpu_children))
     in_parts = sum(us.values()) / n_updates / 1e6
     us[("rest", "between parts (zero_grad, Python, the profiler's own)")] += max(0.0, profiled_s - in_parts) * 1e6 * n_updates
     total_us = sum(us.values())

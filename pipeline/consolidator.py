@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from .distributed.no_ray import NoRayCollectors
 from .games import finished_games
 from .transition import is_agent_step
 
@@ -15,9 +16,10 @@ from .transition import is_agent_step
 class Consolidator(threading.Thread):
     def __init__(self, rings, replay, max_batch: int, log, log_interval: float, remote=None):
         """``remote``: the Ray collectors' intake (``RayCollectors``), whose batches go into the
-        replay like ring records, after the rings' collectors in stream order."""
+        replay like ring records, after the rings' collectors in stream order; none: no Ray."""
         super().__init__(name="consolidator", daemon=True)
-        self.rings, self.replay, self.max_batch, self.remote = rings, replay, max_batch, remote
+        self.rings, self.replay, self.max_batch = rings, replay, max_batch
+        self.remote = NoRayCollectors() if remote is None else remote
         self.log, self.log_interval = log, log_interval
         self.stop_event = threading.Event()
         self.processed = 0      # records moved
@@ -43,7 +45,7 @@ class Consolidator(threading.Thread):
 
     def pending(self) -> int:
         """Agent steps (records, for rings) played but not yet in the replay."""
-        return sum(len(r) for r in self.rings) + (self.remote.pending() if self.remote else 0)
+        return sum(len(r) for r in self.rings) + self.remote.pending()
 
     def dropped_steps(self) -> int:
         """Agent steps whose records a full ring dropped (--drop-when-full): played, not stored."""
@@ -60,7 +62,7 @@ class Consolidator(threading.Thread):
             if n:
                 self.batches += 1
                 moved += n
-        if self.remote is not None and (n := self.remote.drain(self._sink)):
+        if n := self.remote.drain(self._sink):
             self.batches += 1
             moved += n
         if moved:

@@ -10,6 +10,7 @@ import os
 import queue
 
 from .collector import CollectorSpec, CollectorStart, run_collector
+from .distributed.no_ray import NoRayCollectors
 
 
 class CollectorsFailed(RuntimeError):
@@ -21,8 +22,9 @@ class Collectors:
                  remote=None):
         """``launches``: collector starts before this process (a resumed run's), so no two starts
         of the run play the same env seeds and exploration draws. ``remote``: the Ray
-        collectors' intake (``RayCollectors``), or None."""
-        self.ctx, self.cfg, self.log, self.remote = ctx, cfg, log, remote
+        collectors' intake (``RayCollectors``), or None: no Ray."""
+        self.ctx, self.cfg, self.log = ctx, cfg, log
+        self.remote = NoRayCollectors() if remote is None else remote
         self.ring_names, self.control_name, self.n_weights = ring_names, control_name, n_weights
         self.spec = CollectorSpec.of(cfg)
         self.errors = ctx.Queue()
@@ -70,8 +72,6 @@ class Collectors:
             self._spend_restart(f"collector {i}")
             self.log(f"[MAIN] Restarting collector {i} (restart {self.restarts}/{limit})")
             self._start(i)
-        if self.remote is None:
-            return
         if self.remote.error:
             from .distributed.cluster import RayClusterError
 

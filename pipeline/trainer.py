@@ -201,7 +201,7 @@ class Trainer:
                 self.evals.poll()
                 if self.evals.due(self.env_steps()) and self.learner.updates:
                     self.evals.start(self.save_checkpoint, self.env_steps())
-                if cfg.run.time_limit and self.wall_offset + now - t_start >= cfg.run.time_limit * 60:
+                if cfg.run.time_limit and self.run_wall_s(now) >= cfg.run.time_limit * 60:
                     self.stop_reason = "time_limit"
                     break
             steps = self.env_steps()
@@ -265,7 +265,7 @@ class Trainer:
         fin = self.consolidator.finished
         while fin:
             ep = fin.popleft()
-            wall_s = self.wall_offset + ep.t - self.t_start
+            wall_s = self.run_wall_s(ep.t)
             row = episode_row(ep._replace(env_steps=self.base_steps + ep.env_steps), wall_s,
                               self.learner.updates, self.samples_trained)
             self.episodes_file.write(json.dumps(row) + "\n")
@@ -283,6 +283,10 @@ class Trainer:
     def _new_window(self, t: float) -> EpochWindow:
         return EpochWindow(t, self.env_steps(), self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s)
 
+    def run_wall_s(self, t: float) -> float:
+        """The run's wall clock at monotonic time ``t``: a resumed run's earlier sessions included."""
+        return self.wall_offset + t - self.t_start
+
     def epsilon(self, steps: int) -> float:
         return epsilon_schedule(self.cfg.collectors, steps)
 
@@ -295,8 +299,8 @@ class Trainer:
         end = EpochEnd(self.epoch, now, steps, self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s,
                        games, self.base_episodes + self.consolidator.episodes_total, self.epsilon(steps),
                        len(self.replay), self.consolidator.drops(), self.samples_trained, cfg.learner.effective_batch,
-                       is_mario(cfg.env), self.wall_offset + now - self.t_start,
-                       eta(cfg.total_steps, steps, sps, cfg.run.time_limit, self.wall_offset + now - self.t_start))
+                       is_mario(cfg.env), self.run_wall_s(now),
+                       eta(cfg.total_steps, steps, sps, cfg.run.time_limit, self.run_wall_s(now)))
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)
@@ -323,7 +327,7 @@ class Trainer:
                     "samples_trained": self.samples_trained, "epoch": self.epoch,
                     "collector_launches": self.collectors.launches, "best_score": self.best_score,
                     "best_eval": self.evals.best, "best_metric": self.cfg.run.score_metric,
-                    "wall_s": self.wall_offset + time.monotonic() - self.t_start, "epsilon": self.epsilon(steps)}
+                    "wall_s": self.run_wall_s(time.monotonic()), "epsilon": self.epsilon(steps)}
         ckpt.save(path, ckpt.training_state(self.cfg, self.n_actions, self.learner.state_dict(), counters,
                                             self.replay.sampler.rng.bit_generator.state, best))
         return path

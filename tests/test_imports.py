@@ -45,6 +45,7 @@ LAYERS = {
     "pipeline.prefetch": 2,
     "pipeline.ratio": 2,
     "pipeline.learner": 2,
+    "pipeline.distributed.no_ray": 2,  # the data path's stand-in for Ray's intake: imports nothing
     # 3: run records, evaluation, configuration
     "pipeline.records": 3,
     "pipeline.evaluation": 3,
