@@ -86,6 +86,9 @@ def main(argv=None) -> int:
                                                               "Mario: 1000,1500,2000,2500)")
     tts.add_argument("--vs-baseline", action="store_true",
                      help="also run the ladder's baseline recipe (row 1) for the same time; both curves on one plot")
+    tts.add_argument("--baseline-minutes", type=float,
+                     help="with --vs-baseline: the baseline's own wall-clock limit (default: --minutes); it also "
+                          "stops at --target")
     tts.add_argument("--runs-dir", default="runs", help="where the time-to-score runs' folders go")
     args, train_args = ap.parse_known_args(argv)
     if args.time_to_score:
@@ -201,6 +204,11 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
     minutes = args.minutes if args.minutes is not None else (QUICK_SCORE["minutes"] if args.quick else 60.0)
     if minutes <= 0:
         ap.error(f"--minutes {minutes}: must be positive")
+    base_minutes = minutes if args.baseline_minutes is None else args.baseline_minutes
+    if args.baseline_minutes is not None and not args.vs_baseline:
+        ap.error("--baseline-minutes goes with --vs-baseline")
+    if base_minutes <= 0:
+        ap.error(f"--baseline-minutes {base_minutes}: must be positive")
     marks = QUICK_SCORE["milestones"] if args.quick else None
     if args.milestones:
         try:
@@ -208,7 +216,8 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
         except ValueError:
             ap.error(f"--milestones {args.milestones!r}: give scores separated by commas, e.g. -15,-10,0,10,18")
     try:
-        res = time_to_score(train_args, target, minutes, marks, args.runs_dir, args.vs_baseline)
+        res = time_to_score(train_args, target, minutes, marks, args.runs_dir,
+                            base_minutes if args.vs_baseline else None)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

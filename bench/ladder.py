@@ -64,8 +64,9 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
 
         def measure():
             # Measure once the collectors have used up the head start the replay-ratio control
-            # gives them (they then run at the learner's pace), in time windows of window_s.
-            head_start = trainer.ratio.start + 1.5 * trainer.ratio.slack
+            # gives them (past it they play only what the learner's updates pay for, at its pace),
+            # after one window of warm-up, in time windows of window_s.
+            head_start = trainer.ratio.start + trainer.ratio.slack
             while trainer.stop_reason is None and trainer.env_steps() <= head_start:
                 time.sleep(0.05)
             time.sleep(window_s)  # one more window of warm-up

@@ -39,10 +39,11 @@ def default_milestones(env: str) -> tuple:
 
 
 def time_to_score(train_args: list[str], target: float, minutes: float, milestones, runs_dir: str,
-                  vs_baseline: bool) -> dict:
+                  baseline_minutes: float | None) -> dict:
     """Train through the real pipeline (mario_rl_optimized.py, as a user runs it) until the mean
-    score of the last 20 whole games reaches ``target`` or ``minutes`` pass; optionally the
-    baseline recipe for the same time. Each run is scored from its episodes.jsonl."""
+    score of the last 20 whole games reaches ``target`` or ``minutes`` pass; then, unless
+    ``baseline_minutes`` is None, the baseline recipe until the target or ``baseline_minutes``.
+    Each run is scored from its episodes.jsonl."""
     import subprocess
 
     from config_optimized import ConfigError
@@ -76,12 +77,12 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
         raise RuntimeError(f"the training run exited with code {code}; its log is {os.path.join(pipeline_dir, LOG_NAME)}")
     runs.append({"name": "pipeline (defaults" + (": " + " ".join(train_args) if train_args else "") + ")",
                  "run_dir": pipeline_dir, "profile": profile, "settings": cfg.flat()})
-    if vs_baseline:
+    if baseline_minutes is not None:
         base_dir = os.path.join(runs_dir, f"tts-{stamp}-baseline")
         os.makedirs(base_dir, exist_ok=True)
-        base_cfg = cfg.replace(**BASELINE_RECIPE, target_score=target, time_limit=minutes,
+        base_cfg = cfg.replace(**BASELINE_RECIPE, target_score=target, time_limit=baseline_minutes,
                                        run_dir=base_dir, buffer_size=min(cfg.replay.buffer_size, 1_000_000))
-        print(f"[TTS] baseline recipe for up to {minutes:g} min: {BASELINE_RECIPE}", flush=True)
+        print(f"[TTS] baseline recipe for up to {baseline_minutes:g} min: {BASELINE_RECIPE}", flush=True)
         res = run_baseline(base_cfg, base_dir)
         if "error" in res:
             raise RuntimeError(f"the baseline failed: {res['error']}\n{res.get('traceback', '')}")
@@ -94,14 +95,18 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
         run["reached"] = run["score"]["milestones"][marks.index(target)].get("minutes") is not None
         run["minutes_to_target"] = run["score"]["milestones"][marks.index(target)].get("minutes")
         run["totals_at_last_game"] = {k: last.get(k) for k in ("wall_s", "env_steps", "updates", "samples_trained")}
-    return {"env": cfg.env, "target": target, "minutes_limit": minutes, "metric": cfg.run.score_metric,
+    return {"env": cfg.env, "target": target, "minutes_limit": minutes,
+            "baseline_minutes_limit": baseline_minutes, "metric": cfg.run.score_metric,
             "window": runs[0]["score"]["window"], "milestones": marks, "runs": runs, "machine": machine()}
 
 
 def print_time_to_score(res: dict) -> None:
     marks = res["milestones"]
     print(f"\nTime to score: {res['env']}, mean {res['metric']} of the last {res['window']} games, target "
-          f"{res['target']:g}, limit {res['minutes_limit']:g} min (minutes / agent steps when first reached)")
+          f"{res['target']:g}, limit {res['minutes_limit']:g} min"
+          + (f" ({res['baseline_minutes_limit']:g} for the baseline)"
+             if res.get("baseline_minutes_limit") not in (None, res["minutes_limit"]) else "")
+          + " (minutes / agent steps when first reached)")
     print("| run | " + " | ".join(f"{m:g}" for m in marks) + " | best | agent steps | updates | samples trained |")
     print("|---" * (len(marks) + 5) + "|")
     for run in res["runs"]:

@@ -85,7 +85,7 @@ def test_autotune_writes_a_profile_that_config_picks_for_its_family_only(tmp_pat
 def test_time_to_score_quick_on_catch_with_baseline(catch_time_to_score):
     """--time-to-score --quick (--target 0.8): the catch game trained by mario_rl_optimized.py until
     the mean return of the last 20 games reaches 0.8 (or the time passes), then the baseline recipe for
-    the same time; milestones in a table, JSON and one plot with both curves. (The run is shared
+    its own --baseline-minutes 0.5; milestones in a table, JSON and one plot with both curves. (The run is shared
     with tests/test_learning.py: tests/conftest.py.)"""
     tmp_path, out = catch_time_to_score["dir"], catch_time_to_score["proc"]
     js, png = tmp_path / "tts.json", tmp_path / "tts.png"
@@ -103,17 +103,20 @@ def test_time_to_score_quick_on_catch_with_baseline(catch_time_to_score):
     assert marks[-1]["minutes"] <= 2.5 + 0.2 and marks[-1]["updates"] > 0 and marks[-1]["samples_trained"] > 0
     log = (tmp_path / os.path.basename(pipeline["run_dir"]) / "train.log").read_text()
     assert "Stopped (target_score)" in log and "[MAIN] Score: mean return of the last 20 games reached 0.8" in log
-    # the baseline ran its recipe for at most the same time and was scored the same way
+    # the baseline ran its recipe for its own limit and was scored the same way
     assert baseline["settings"]["model_arch"] == "nature" and baseline["settings"]["n_step"] == 1
-    assert baseline["totals_at_last_game"]["wall_s"] <= 2.5 * 60 + 5
+    assert data["minutes_limit"] == 2.5 and data["baseline_minutes_limit"] == 0.5
+    assert baseline["settings"]["time_limit"] == 0.5 and baseline["totals_at_last_game"]["wall_s"] <= 0.5 * 60 + 5
     assert baseline["score"]["games"] > 20
-    assert "| run | -0.5 | 0 | 0.5 | 0.8 |" in out.stdout
+    assert "| run | -0.5 | 0 | 0.5 | 0.8 |" in out.stdout and "limit 2.5 min (0.5 for the baseline)" in out.stdout
     assert cv2.imread(str(png)) is not None
 
 
 def test_time_to_score_refuses_run_options_it_sets_itself(tmp_path):
     out, _ = _bench("--time-to-score", "--quick", "--time-limit", "3", timeout=120)
     assert out.returncode == 2 and "--minutes" in out.stderr
+    out, _ = _bench("--time-to-score", "--quick", "--baseline-minutes", "1", timeout=120)
+    assert out.returncode == 2 and "--baseline-minutes goes with --vs-baseline" in out.stderr
 
 
 def test_time_to_score_targets_per_game():
