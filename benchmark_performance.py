@@ -9,6 +9,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --json out.json --plot ladder.png
     python benchmark_performance.py --only ladder --rows 4,8   # some rows (and the baseline)
     python benchmark_performance.py --only update         # one learner update's time by part and layer
+    python benchmark_performance.py --only learner-share  # what the pipeline's other parts take from the learner
     python benchmark_performance.py --profile             # torch.profiler traces in profiles/
     python benchmark_performance.py --value-check runs/NAME   # learned Q against the returns that followed
     python benchmark_performance.py --autotune            # writes ~/.config/fast-dqn/autotuned-atari.json
@@ -52,12 +53,17 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
     ap.add_argument("--seconds", type=float, help="measured seconds per ladder row after learning starts")
-    ap.add_argument("--only", choices=["ladder", "components", "learner", "update", "emulator", "ray"],
+    ap.add_argument("--only", choices=["ladder", "components", "learner", "update", "learner-share", "emulator", "ray"],
                     help="run one part only (learner: updates/s alone vs in the pipeline at batch 32/64/128, "
                          "1 and 2 threads, and the share of the CPU's peak; update: one learner update's time "
-                         "split by part and layer, with each part's GFLOP/s; emulator: Mario's NES emulator "
+                         "split by part and layer, with each part's GFLOP/s; learner-share: the learner's speed "
+                         "alone, on fresh batches, beside the prefetch thread and beside a busy co-runner, "
+                         "interleaved; emulator: Mario's NES emulator "
                          "frames/s per core against each layer above it, up to a collector's rollout; ray: "
                          "collectors as Ray actors against collector processes, collection only)")
+    ap.add_argument("--co-runner-duty", type=float, default=0.4,
+                    help="with --only learner-share: the share of one core the co-runner process keeps busy, as a "
+                         "collector does in a run (default 0.4)")
     ap.add_argument("--ray-address", help="with --only ray: a running cluster (default: start a one-node one here)")
     ap.add_argument("--ray-collectors", type=int, default=1,
                     help="with --only ray: collectors per row, Ray actors and processes alike (default 1)")
@@ -152,6 +158,13 @@ def main(argv=None) -> int:
 
         result["update_parts"] = update_parts(n_updates=10 if args.quick else 30)
         print_update_parts(result["update_parts"])
+    if args.only == "learner-share":
+        from bench.learner_share import learner_share, print_learner_share
+
+        if not 0 < args.co_runner_duty < 1:
+            ap.error(f"--co-runner-duty {args.co_runner_duty:g}: give a share of one core between 0 and 1, e.g. 0.4")
+        result["learner_share"] = learner_share(rounds=4 if args.quick else 8, duty=args.co_runner_duty)
+        print_learner_share(result["learner_share"])
     if args.only == "emulator":
         from bench.emulator import bench_emulator, print_emulator
 
@@ -163,13 +176,13 @@ def main(argv=None) -> int:
                      "SuperMarioBros-W-S-v0 id")
         result["emulator"] = bench_emulator(env, nw, 1.0 if args.quick else 3.0)
         print_emulator(result["emulator"])
-    if args.only not in ("components", "learner", "update", "emulator", "ray"):
+    if args.only not in ("components", "learner", "update", "learner-share", "emulator", "ray"):
         result["rows"] = bench_ladder(seconds, args.quick, rows)
         print_ladder(result["rows"])
         if args.plot:
             plot_ladder(result["rows"], args.plot)
             print(f"\nLadder chart: {args.plot}")
-    if args.only not in ("ladder", "learner", "update", "emulator", "ray"):
+    if args.only not in ("ladder", "learner", "update", "learner-share", "emulator", "ray"):
         print("\nComponents ...", flush=True)
         torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
         c = result["components"]

@@ -147,3 +147,21 @@ def test_update_parts_split_one_update_by_part_and_layer():
     assert conv1["gflop"] == pytest.approx(4 * 2 * 32 * 20 * 20 * 4 * 8 * 8 / 1e9)
     targets_conv1 = next(r for r in res["rows"] if (r["part"], r["layer"]) == ("targets", "conv1"))
     assert targets_conv1["gflop"] == pytest.approx(2 * conv1["gflop"])  # the target and Double-DQN forwards on s'
+
+
+def test_learner_share_times_each_condition_interleaved():
+    """--only learner-share: the learner's ms per update alone, on fresh batches, beside the
+    prefetch thread and beside a busy co-runner process, each with its share of alone; the
+    co-runner and the prefetch thread are gone afterwards."""
+    import multiprocessing as mp
+    import threading
+
+    from bench.learner_share import CONDITIONS, learner_share
+
+    res = learner_share(rounds=2, block=2, duty=0.5, threads=1, batch_size=4, replay_size=4_000)
+    assert [r["condition"] for r in res["rows"]] == list(CONDITIONS)
+    assert res["batch"] == 4 and res["threads"] == 1 and res["co_runner_duty"] == 0.5
+    for r in res["rows"]:
+        assert r["ms_per_update"] > 0 and abs(r["updates_per_s"] * r["ms_per_update"] - 1000) < 1e-6
+    assert res["rows"][0]["share_of_alone"] == 1.0
+    assert not mp.active_children() and not [t for t in threading.enumerate() if t.name == "prefetch"]
