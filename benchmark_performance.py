@@ -47,6 +47,9 @@ def _timed(label: str, fn, *args, **kwargs):
 
 
 def main(argv=None) -> int:
+    from pipeline.learner import flush_denormals
+
+    flush_denormals()  # as a training run does, before this process's first parallel torch work
     ap = argparse.ArgumentParser(description="Measure what each optimization buys on this machine: the ladder "
                                              "(each row adds one optimization) plus component benchmarks, in one run.", allow_abbrev=False)
     ap.add_argument("--quick", action="store_true", help="short windows, no torch.compile rows (under 3 minutes)")

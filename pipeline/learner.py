@@ -27,6 +27,27 @@ def amp_dtype_for(device: torch.device, amp: bool, requested: str = "auto") -> t
     return torch.bfloat16
 
 
+def flush_denormals() -> bool:
+    """Make this process's CPU treat denormal floats as zero (FTZ/DAZ); True where every torch
+    thread does.
+
+    Over a run, Adam's second-moment estimates of rarely-trained weights decay through fp32's
+    denormal range (below 1.2e-38), where every x86 operation on them takes a microcode assist of
+    about a hundred cycles: the checkpoint of a Pong run held 1.2 million denormals in its Adam
+    state and its update ran ~1.4x slower than with them flushed, which is how a run's updates/s
+    fell by a third over its first 40 minutes (docs/benchmarks.md, "What the pipeline takes from
+    the learner"). Flushed, such a value becomes zero, far below anything Adam's epsilon lets
+    matter.
+    The flag is per thread, and OpenMP threads copy it from the thread that starts them, so it
+    must be set before the process's first parallel torch operation. The probe splits a
+    multiplication into the denormal range over the torch threads and checks that every part
+    came out zero."""
+    if not torch.set_flush_denormal(True):  # a CPU without the flags
+        return False
+    x = torch.full((1 << 20,), 1e-30).mul_(1e-9)
+    return bool((x == 0).all())
+
+
 def configure_backends(device: torch.device) -> None:
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True  # fixed 84x84 shapes: pick the fastest conv once

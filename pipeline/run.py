@@ -14,7 +14,7 @@ from config_optimized import Config
 
 from . import shm
 from .distributed.cluster import RayClusterError
-from .learner import TrainingDiverged
+from .learner import TrainingDiverged, flush_denormals
 from .records import checkpoint as ckpt
 from .records.files import BEST_NAME, CHECKPOINT_NAME, METRICS_NAME, RECORD_NAME
 from .records.metrics import read_jsonl
@@ -45,6 +45,7 @@ def prepare_run(args):
     """Config layers, run folder, validation and the resume checks: every refusal happens here,
     before any process starts. ``args``: the parsed command line or a dict of Config fields (plus
     ``config``). Returns the config, the hardware and the notes for the run log."""
+    flush_denormals()  # before the hardware probe's torch threads: they inherit it (the trainer checks)
     res = resolve_config(args)
     cfg, hw = resolve_run_dir(res.cfg), res.hw
     notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes

@@ -28,7 +28,7 @@ from .consolidator import Consolidator
 from .control import ControlBlock
 from .distributed.no_ray import NoRayCollectors
 from .evaluation.periodic_eval import PeriodicEval
-from .learner import Learner, TrainingDiverged
+from .learner import Learner, TrainingDiverged, flush_denormals
 from .prefetch import Prefetcher
 from .ratio import ReplayRatio, shares
 from .records import checkpoint as ckpt
@@ -91,6 +91,10 @@ class Trainer:
         if stale:
             self.log(f"[MAIN] Removed {len(stale)} shared-memory segments left by a dead run: {', '.join(stale[:4])}")
         self.device = torch.device(resolve_device(cfg.device, self.hw))
+        if not flush_denormals() and self.device.type == "cpu":
+            self.log("[MAIN] Warning: denormal floats are not flushed to zero on every torch thread of the "
+                     "learner (torch ran parallel work in this process before the run, or the CPU cannot): "
+                     "its updates may slow down as Adam's state decays; start the run in a fresh process")
         threads = learner_threads(lrn.learner_threads, col.num_collectors, self.hw)
         torch.set_num_threads(threads)
         random.seed(cfg.seed)

@@ -1,10 +1,15 @@
 """Learner: it learns a fixed batch; accumulation and AMP give the one-big-batch gradients."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 from config_optimized import Config
 from pipeline.learner import Learner
+from tests.proc_utils import ROOT
 
 
 def _batch(n, seed=0):
@@ -228,3 +233,15 @@ def test_a_prefetcher_waiting_for_the_replay_stops_when_asked():
     prefetcher.stop_event.set()
     prefetcher.join(timeout=2)
     assert not prefetcher.is_alive() and prefetcher.error is None
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two torch threads")
+def test_denormals_flush_on_every_thread_only_when_set_before_parallel_work():
+    """flush_denormals() reaches every torch thread when it runs before the process's first
+    parallel operation (as prepare_run and the trainer call it), and says so when it came too
+    late: OpenMP threads copy the flag from the thread that starts them."""
+    code = ("import torch; torch.set_num_threads(2); {before}"
+            "from pipeline.learner import flush_denormals; print(flush_denormals())")
+    out = [subprocess.run([sys.executable, "-c", code.format(before=before)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120).stdout.strip() for before in ("", "torch.ones(1 << 20).mul_(2); ")]
+    assert out == ["True", "False"], out
