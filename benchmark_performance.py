@@ -220,9 +220,9 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
     minutes = args.minutes if args.minutes is not None else (QUICK_SCORE["minutes"] if args.quick else 60.0)
     if minutes <= 0:
         ap.error(f"--minutes {minutes}: must be positive")
-    base_minutes = minutes if args.baseline_minutes is None else args.baseline_minutes
     if args.baseline_minutes is not None and not args.vs_baseline:
         ap.error("--baseline-minutes goes with --vs-baseline")
+    base_minutes = minutes if args.baseline_minutes is None else args.baseline_minutes
     if base_minutes <= 0:
         ap.error(f"--baseline-minutes {base_minutes}: must be positive")
     marks = QUICK_SCORE["milestones"] if args.quick else None

@@ -1,6 +1,6 @@
 """A process that keeps a set share of one core busy, in 10 ms bursts, while its ``active`` event
-is set (``ready`` is set once it runs): a stand-in for a collector's load beside the learner (``--only learner-share``). Its own
-module, without torch or numpy, so that it starts light."""
+is set (``ready`` is set once it runs): a stand-in for a collector's load beside the learner
+(``--only learner-share``). Its own module, without torch or numpy, so that it starts light."""
 from __future__ import annotations
 
 import time

@@ -98,7 +98,8 @@ def learner_share(rounds: int = 8, block: int = 16, duty: float = 0.4, threads: 
         prefetcher.join()
     med = {c: statistics.median(v) for c, v in ms.items()}
     precision = str(learner.amp_dtype or torch.float32).removeprefix("torch.")
-    return {"profile": profile, "batch": bs, "threads": n_threads, "precision": precision, "device": device.type, "co_runner_duty": duty, "rounds": rounds, "block": block,
+    return {"profile": profile, "batch": bs, "threads": n_threads, "precision": precision, "device": device.type,
+            "co_runner_duty": duty, "rounds": rounds, "block": block,
             "rows": [{"condition": c, "ms_per_update": med[c], "updates_per_s": 1000 / med[c],
                       "share_of_alone": med["alone"] / med[c]} for c in CONDITIONS]}
 
