@@ -15,6 +15,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --autotune            # writes ~/.config/fast-dqn/autotuned-atari.json
     python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --vs-baseline --json tts.json --plot tts.png
     python benchmark_performance.py --time-to-score --quick   # the catch game, a few minutes
+    python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --halving recipes.toml   # successive halving
     python benchmark_performance.py --only ray [--ray-address HOST:PORT] [--ray-collectors N] [--intake-rate R]
 """
 from __future__ import annotations
@@ -99,6 +100,13 @@ def main(argv=None) -> int:
                      help="with --vs-baseline: the baseline's own wall-clock limit (default: --minutes); it also "
                           "stops at --target")
     tts.add_argument("--runs-dir", default="runs", help="where the time-to-score runs' folders go")
+    tts.add_argument("--halving", metavar="RECIPES.toml",
+                     help="instead of one run: successive halving over the recipes in the file (one TOML table per "
+                          "recipe: args = [training options]); every recipe trains --minutes (the first rung), the "
+                          "best 1/--eta go on to --eta times the minutes, resumed, for --rungs rungs")
+    tts.add_argument("--eta", type=int, default=2, help="with --halving: keep the best 1/eta at each rung, and give "
+                                                        "the next rung eta times the minutes (default 2)")
+    tts.add_argument("--rungs", type=int, default=3, help="with --halving: the most rungs (default 3)")
     args, train_args = ap.parse_known_args(argv)
     if args.time_to_score:
         if args.profile:  # with --time-to-score, --profile NAME is the training profile
@@ -216,6 +224,8 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
 
     if args.quick:
         train_args = [*QUICK_SCORE["train"], *train_args]
+    if args.halving:
+        return main_halving(args, train_args, ap)
     target = args.target if args.target is not None else (QUICK_SCORE["target"] if args.quick else None)
     minutes = args.minutes if args.minutes is not None else (QUICK_SCORE["minutes"] if args.quick else 60.0)
     if minutes <= 0:
@@ -244,6 +254,60 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=2, default=str)
+        print(f"JSON: {args.json}")
+    return 0
+
+
+def main_halving(args, train_args: list[str], ap) -> int:
+    """--time-to-score --halving: every setting checked before the first run starts."""
+    from bench.halving import halving, read_recipes, rung_minutes
+    from bench.time_to_score import default_target
+    from config_optimized import ConfigError
+    from pipeline.records.episodes import SCORE_WINDOW
+    from pipeline.settings.check import validate
+    from pipeline.settings.cli import parse_args
+    from pipeline.settings.layers import build_config
+
+    if args.vs_baseline or args.baseline_minutes is not None:
+        ap.error("--halving compares recipes with each other; drop --vs-baseline")
+    if args.eta < 2:
+        ap.error(f"--eta {args.eta}: must be 2 or more (each rung keeps the best 1/eta)")
+    if args.rungs < 1:
+        ap.error(f"--rungs {args.rungs}: must be 1 or more")
+    minutes = args.minutes if args.minutes is not None else 60.0 / args.eta ** (args.rungs - 1)
+    if minutes <= 0:
+        ap.error(f"--minutes {minutes}: must be positive")
+    try:
+        recipes = read_recipes(args.halving)
+        metric = None
+        for name, extra in recipes.items():
+            try:
+                a = parse_args([*train_args, *extra])
+            except SystemExit:  # argparse has printed what it could not read
+                raise ConfigError(f"recipe [{name}] in {args.halving}: its options (above) do not parse") from None
+            if a.run_dir is not None or a.target_score is not None or a.time_limit is not None or a.resume:
+                raise ConfigError(f"recipe [{name}]: give the run folders, target and time as --runs-dir, --target "
+                                  "and --minutes, not as training options")
+            cfg, hw, _ = build_config(a)
+            validate(cfg, hw)
+            if metric not in (None, cfg.run.score_metric):
+                raise ConfigError(f"recipe [{name}] scores {cfg.run.score_metric}, another recipe {metric}: "
+                                  "compare recipes of one game")
+            metric = cfg.run.score_metric
+        target = args.target if args.target is not None else (
+            QUICK_SCORE["target"] if args.quick else default_target(cfg.env))
+        if target is None:
+            raise ConfigError(f"--target: {cfg.env} has no default target score; give one, e.g. --target 100")
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"[HALVING] {len(recipes)} recipes, rungs of {', '.join(f'{m:g}' for m in rung_minutes(minutes, args.eta, args.rungs))} "
+          f"min, the best 1/{args.eta} go on; target {target:g}", flush=True)
+    res = halving(recipes, train_args, target, minutes, args.eta, args.rungs, args.runs_dir, metric, SCORE_WINDOW)
+    print(f"\n[HALVING] winner: {res['winner']} {' '.join(recipes[res['winner']])}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({**res, "machine": machine()}, f, indent=2, default=str)
         print(f"JSON: {args.json}")
     return 0
 

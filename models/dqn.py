@@ -5,16 +5,18 @@ the rings and the host-to-device copy all move 1 byte per pixel instead of 4.
 
 BatchNorm in a DQN has three traps, and this is how the project handles each:
 
-1. Acting and the target network must not use batch statistics. A collector acts on a batch
-   of 1..M correlated frames, and the target network evaluates s' batches whose statistics
-   differ from the training batch. Both therefore run in ``eval()`` mode and use the running
-   statistics; the collectors receive those running statistics with the weights
-   (``models.weights`` ships buffers too). The learner's target network is a deep copy
-   of the online network, put in eval mode once and kept there for its whole life (target
-   syncs load the online state into it, which leaves the mode alone).
-2. Double DQN selects a' with the online network on s'. Running that forward pass in train
-   mode would fold s' into the running statistics and normalise with s' batch statistics, so
-   the learner evaluates s' with the online network switched to eval mode under no_grad.
+1. Acting must not use batch statistics: a collector acts on a batch of 1..M correlated frames.
+   Collectors run in ``eval()`` mode on the running statistics, which they receive with the
+   weights (``models.weights`` ships buffers too).
+2. The targets must be normalized as Q(s) is trained. The loss trains Q(s) in train mode, each
+   batch normalized on its own statistics; a target read on the running statistics (eval mode)
+   differs from it by a small gap that bootstrapping multiplies, and on Pong under sticky actions
+   that gap drove the learned Q ever more pessimistic while the play improved
+   (docs/benchmarks.md, "Pong under sticky actions"). ``bn_targets`` chooses: ``batch`` runs the
+   target network and Double DQN's argmax on s' in train mode, each s' batch normalized on its
+   own statistics; ``running`` runs both in eval mode (the learner's Double-DQN forward then goes
+   through an eval-mode copy of the online module tree over the same tensors, so s' does not move
+   the running statistics).
 3. Tiny batches make batch statistics noise. The config refuses batch_size < 2 (BatchNorm
    cannot train on one sample) and warns below 16; with gradient accumulation each
    micro-batch is normalised on its own statistics ("ghost batch norm"), which is why the

@@ -73,6 +73,13 @@ def quantile_huber(theta: torch.Tensor, target: torch.Tensor, kappa: float = 1.0
     return (weight * huber).mean(2).sum(1) / kappa
 
 
+def sharing_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A second module tree over the same parameter and buffer tensors: what the optimizer, a
+    load_state_dict or a BatchNorm update writes into one, the other reads. Its own modules keep
+    their own train/eval mode."""
+    return copy.deepcopy(model, memo={id(t): t for t in (*model.parameters(), *model.buffers())})
+
+
 class Learner:
     def __init__(self, cfg: LearnerConfig, in_channels: int, n_actions: int, device: torch.device):
         """Only the learner's part of the config: the network, optimizer, precision and targets."""
@@ -97,10 +104,15 @@ class Learner:
         # GradScaler only for fp16; bf16 has fp32's exponent range and needs no loss scaling.
         self.scaler = torch.amp.GradScaler(device.type if device.type == "cuda" else "cpu",
                                            enabled=self.amp_dtype == torch.float16)
-        # What the targets and the loss read: every atom of every action (models/dqn.py); with
-        # --compile these are what torch.compile compiles.
-        self.net_atoms = torch.compile(self.model.atoms) if cfg.compile else self.model.atoms
-        self.target_atoms = torch.compile(self.target.atoms) if cfg.compile else self.target.atoms
+        # Double DQN's argmax on s' reads the online weights, normalized as bn_targets says. For
+        # the running statistics it reads them through a second module tree over the same
+        # tensors, in eval mode for good, so no forward flips the online network's mode: a flip
+        # walks every module, and a compiled loss would have to guard on it.
+        self.argmax_model = self.model if cfg.bn_targets == "batch" else sharing_copy(self.model).eval()
+        # --compile: targets, Q(s) and the loss as one graph, whose backward torch.compile
+        # (AOTAutograd) compiles too, so BatchNorm, ReLU, the uint8 scaling and the casts fuse
+        # around the convolutions both ways.
+        self.loss = torch.compile(self.loss, dynamic=False) if cfg.compile else self.loss
         self.updates = 0
         self.bad_steps = 0
 
@@ -132,14 +144,12 @@ class Learner:
     def td_targets(self, b: dict) -> torch.Tensor:
         """The n-step target of each sample, per atom: [B, 1] for DQN, [B, quantiles] for QR-DQN."""
         with torch.no_grad(), self._autocast():
-            next_target = self.target_atoms(b["next_obs"]).float()
+            next_target = self.target.atoms(b["next_obs"]).float()
             if self.cfg.double_dqn:
-                # running: the online net in eval mode, so s' does not move its running statistics.
-                # batch: train mode, so a' is picked on the normalization Q(s) is trained with; s'
-                # then also enters the running statistics (replay data, as s is).
-                self.model.train(self.cfg.bn_targets == "batch")
-                a_star = self.net_atoms(b["next_obs"]).mean(2).argmax(1)
-                self.model.train()
+                # running: the online weights in eval mode, so s' does not move the running
+                # statistics. batch: train mode, so a' is picked on the normalization Q(s) is
+                # trained with; s' then also enters the running statistics (replay data, as s is).
+                a_star = self.argmax_model.atoms(b["next_obs"]).mean(2).argmax(1)
             else:
                 a_star = next_target.mean(2).argmax(1)
             next_atoms = _pick(next_target, a_star)
@@ -152,7 +162,7 @@ class Learner:
             target = self.td_targets(b)
         with record_function("learner.forward"):
             with self._autocast():
-                theta = _pick(self.net_atoms(b["obs"]).float(), b["action"])
+                theta = _pick(self.model.atoms(b["obs"]).float(), b["action"])
             q = theta.mean(1)
             td = target.mean(1) - q
             if theta.shape[1] == 1:

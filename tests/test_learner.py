@@ -72,6 +72,28 @@ def test_double_dqn_target_does_not_move_batchnorm_stats():
     assert lrn.model.training and not lrn.target.training
 
 
+def test_double_dqn_argmax_reads_the_online_weights_in_eval_mode_through_updates_and_loads():
+    """bn_targets=running: a' comes from the online weights and running statistics as they are
+    now (after optimizer steps, BatchNorm updates and a checkpoint load), in eval mode, while the
+    online network itself stays in train mode."""
+    import copy
+
+    lrn = _learner(bn_targets="running", lr=1e-2)
+    b = lrn.to_device(_batch(16))
+    for _ in range(3):
+        lrn.update([b])
+    other = _learner(bn_targets="running", lr=1e-2)  # trained apart: other weights and statistics
+    for _ in range(2):
+        other.update([other.to_device(_batch(16, seed=1))])
+    lrn.load_state_dict(other.state_dict())
+    x = b["next_obs"]
+    with torch.no_grad():
+        want = copy.deepcopy(lrn.model).eval().atoms(x)
+        got = lrn.argmax_model.atoms(x)
+        assert torch.equal(got, want)  # a stale copy (made at construction) would differ after the load
+    assert lrn.model.training and not lrn.argmax_model.training
+
+
 def test_target_sync_interval():
     lrn = _learner(target_update_interval=3, lr=1e-2)
     b = lrn.to_device(_batch(16))
