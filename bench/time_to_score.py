@@ -22,6 +22,20 @@ QUICK_SCORE = {"target": 0.5, "minutes": 4.0, "milestones": (-0.5, 0.0, 0.5),
                          "--envs-per-collector", "4", "--batch-size", "32", "--replay-ratio", "4", "--lr", "1e-3",
                          "--target-update-interval", "100", "--eps-decay-steps", "4000", "--eps-end", "0.02",
                          "--epoch-steps", "1000", "--checkpoint-interval", "1000"]}
+# Published curves drawn beside a run on the agent-steps axis, (agent steps, mean return):
+# - Tianshou's DQN, examples/atari/PongNoFrameskip-v4/dqn/test_rew.csv (thu-ml/tianshou at ac1b676a):
+#   test return at epsilon 0.005, PongNoFrameskip-v4, so no sticky actions;
+# - Dopamine's QR-DQN, baselines/atari/data/pong.json (google/dopamine at 5873f549): the mean
+#   training return of each 250k-step iteration, drawn at its middle; 5 seeds, sticky actions 0.25.
+REFERENCES = {
+    "ALE/Pong-v5": (
+        ("Tianshou DQN, no sticky actions (published)",
+         ((0, -21.0), (100_000, -21.0), (200_000, -17.1), (300_000, -16.3), (400_000, -14.1), (500_000, -6.3),
+          (600_000, -11.1), (700_000, 12.0), (800_000, -5.5), (900_000, 19.9), (1_000_000, 20.4))),
+        ("Dopamine QR-DQN, sticky actions (published)",
+         ((125_000, -19.8), (375_000, -14.7), (625_000, -5.9), (875_000, 7.4), (1_125_000, 11.7), (1_375_000, 13.0))),
+    ),
+}
 # The training script runs from the project folder, where mario_rl_optimized.py lies.
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -133,6 +147,12 @@ def plot_time_to_score(res: dict, path: str) -> None:
             minutes, steps, mean = zip(*run["curve"])
             axes[0].plot(minutes, mean, label=run["name"])
             axes[1].plot(steps, mean, label=run["name"])
+    max_steps = max((c[-1][1] for c in (r["curve"] for r in res["runs"]) if c), default=0)
+    for label, points in REFERENCES.get(res["env"], ()):
+        points = [p for p in points if p[0] <= max(max_steps, 1) * 1.05]
+        if points:
+            axes[1].plot(*zip(*points), ls=":", marker=".", label=label)
+    axes[1].legend(fontsize=8)
     for ax, xl in zip(axes, ("wall clock (minutes)", "agent steps")):
         ax.axhline(res["target"], color="gray", ls="--", lw=1)
         ax.set_xlabel(xl)
