@@ -91,7 +91,7 @@ def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: in
     from .learner_grid import random_batch
 
     cfg, hw, name = build_config({"env": "ALE/Pong-v5", **({"batch_size": batch_size} if batch_size else {})})
-    if cfg.learner.model_arch != "batchnorm" or cfg.learner.dueling or cfg.learner.quantiles:
+    if cfg.learner.model_arch != "batchnorm" or cfg.learner.dueling:
         raise ValueError("--only update splits the BatchNorm DQN's update; this profile trains another network")
     th = threads or learner_threads(cfg.learner.learner_threads, cfg.collectors.num_collectors, hw)
     torch.set_num_threads(th)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,8 @@ class Hardware:
     # A learner step's speed in bf16 over fp32 on this CPU, measured once per CPU model and torch
     # version (bf16_speedup); 0.0 where nobody measured it (no bf16 instructions, a CUDA machine).
     cpu_bf16_speedup: float = 0.0
+    # A C++ compiler on PATH ($CXX, else c++), which torch.compile's CPU code generation needs.
+    cpp_compiler: bool = False
 
     @property
     def bf16_pays(self) -> bool:
@@ -149,7 +152,8 @@ def detect_hardware() -> Hardware:
         name, mem = props.name, props.total_memory
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
     speedup = bf16_speedup(model) if bf16 and not cuda else 0.0
-    return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup)
+    cxx = shutil.which(os.environ.get("CXX") or "c++") is not None
+    return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx)
 
 
 def resolve_device(requested: str, hw: Hardware) -> str:
