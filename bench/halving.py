@@ -104,8 +104,9 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
                         "kept": [s["recipe"] for s in standings[:keep]]})
         print_rung(history[-1], target)
         alive = history[-1]["kept"]
-        if len(alive) == 1 or standings[0]["minutes_to_target"] is not None:
-            break  # one left, or the best reached the target: later rungs cannot change the winner
+        if standings[0]["minutes_to_target"] is not None:
+            break  # the best reached the target: its time to score is measured, later rungs cannot beat it
+        # One recipe left still trains the later rungs: its full-length run is the winner's figure.
     return {"target": target, "metric": metric, "window": window, "first_minutes": first_minutes, "eta": eta,
             "rungs": history, "winner": history[-1]["standings"][0]["recipe"], "common_args": common}
 

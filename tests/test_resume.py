@@ -13,6 +13,7 @@ from pipeline.learner import Learner
 from pipeline.replay import Replay, snapshot
 from pipeline.records.files import REPLAY_NAME
 from pipeline.records.resume import check_resume, resume
+from presets import family_of, load_preset
 from tests.test_replay_snapshot import catch_replay
 
 CATCH = "tests.catch_env:Catch-v0"
@@ -146,7 +147,8 @@ def test_a_damaged_replay_is_one_line_and_exit_2_with_nothing_changed(tmp_path, 
     run_dir = tmp_path / "run"
     args = ["--env", CATCH, "--run-dir", str(run_dir), "--buffer-size", "400", "--envs-per-collector", "4",
             "--num-collectors", "1", "--amp", "false"]
-    cfg = Config.of(env=CATCH, run_dir=str(run_dir), amp=False)
+    # the run as the command line builds it (the Atari preset included), so only the replay is wrong
+    cfg = Config.of(**{**load_preset(family_of(CATCH)), "env": CATCH, "run_dir": str(run_dir), "amp": False})
     _save_run(run_dir, cfg, _learner(cfg), env_steps=240, replay=catch_replay(steps=60, capacity=400))
     damage(run_dir / REPLAY_NAME)
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}
