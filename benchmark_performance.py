@@ -261,12 +261,9 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
 def main_halving(args, train_args: list[str], ap) -> int:
     """--time-to-score --halving: every setting checked before the first run starts."""
     from bench.halving import halving, read_recipes, rung_minutes
-    from bench.time_to_score import default_target
+    from bench.time_to_score import default_target, training_config
     from config_optimized import ConfigError
     from pipeline.records.episodes import SCORE_WINDOW
-    from pipeline.settings.check import validate
-    from pipeline.settings.cli import parse_args
-    from pipeline.settings.layers import build_config
 
     if args.vs_baseline or args.baseline_minutes is not None:
         ap.error("--halving compares recipes with each other; drop --vs-baseline")
@@ -282,14 +279,13 @@ def main_halving(args, train_args: list[str], ap) -> int:
         metric = None
         for name, extra in recipes.items():
             try:
-                a = parse_args([*train_args, *extra])
+                a, cfg, _ = training_config([*train_args, *extra])
             except SystemExit:  # argparse has printed what it could not read
                 raise ConfigError(f"recipe [{name}] in {args.halving}: its options (above) do not parse") from None
-            if a.run_dir is not None or a.target_score is not None or a.time_limit is not None or a.resume:
-                raise ConfigError(f"recipe [{name}]: give the run folders, target and time as --runs-dir, --target "
-                                  "and --minutes, not as training options")
-            cfg, hw, _ = build_config(a)
-            validate(cfg, hw)
+            except ConfigError as e:
+                raise ConfigError(f"recipe [{name}]: {e}") from None
+            if a.resume:
+                raise ConfigError(f"recipe [{name}]: --resume; each recipe starts its own run (later rungs resume it)")
             if metric not in (None, cfg.run.score_metric):
                 raise ConfigError(f"recipe [{name}] scores {cfg.run.score_metric}, another recipe {metric}: "
                                   "compare recipes of one game")

@@ -83,14 +83,12 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
                        "--target-score", str(target), "--time-limit", str(minutes)]
             else:
                 cmd = [sys.executable, "mario_rl_optimized.py", "--resume", dirs[name], "--time-limit", str(minutes)]
-            rows = read_episodes(dirs[name]) if r else []
-            reached_before = rows and score_run(rows, (target,), window, metric)[0]["milestones"][0].get("minutes")
-            if not reached_before:  # a run that reached the target stopped there; it has nothing to resume
-                print(f"[HALVING] rung {r + 1}/{rungs}, {minutes:g} min: {name}: {' '.join(cmd[1:])}", flush=True)
-                code = subprocess.call(cmd, cwd=PROJECT_DIR)
-                if code != 0:
-                    raise RuntimeError(f"recipe {name} exited with code {code}; its log is "
-                                       f"{os.path.join(dirs[name], LOG_NAME)}")
+            # No survivor has reached the target: once the best has, the rungs end (below).
+            print(f"[HALVING] rung {r + 1}/{rungs}, {minutes:g} min: {name}: {' '.join(cmd[1:])}", flush=True)
+            code = subprocess.call(cmd, cwd=PROJECT_DIR)
+            if code != 0:
+                raise RuntimeError(f"recipe {name} exited with code {code}; its log is "
+                                   f"{os.path.join(dirs[name], LOG_NAME)}")
             rows = read_episodes(dirs[name])
             summary, _ = score_run(rows, (target,), window, metric)
             last = rows[-1] if rows else {}
@@ -104,9 +102,11 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
                         "kept": [s["recipe"] for s in standings[:keep]]})
         print_rung(history[-1], target)
         alive = history[-1]["kept"]
+        # Ranked first if any did: the best reached the target, its time to score is measured and
+        # later rungs cannot beat it. One recipe left still trains the later rungs: its full-length
+        # run is the winner's figure.
         if standings[0]["minutes_to_target"] is not None:
-            break  # the best reached the target: its time to score is measured, later rungs cannot beat it
-        # One recipe left still trains the later rungs: its full-length run is the winner's figure.
+            break
     return {"target": target, "metric": metric, "window": window, "first_minutes": first_minutes, "eta": eta,
             "rungs": history, "winner": history[-1]["standings"][0]["recipe"], "common_args": common}
 

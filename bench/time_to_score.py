@@ -52,6 +52,25 @@ def default_milestones(env: str) -> tuple:
     return MILESTONES.get(env, MILESTONES.get(family_of(env), ()))
 
 
+def training_config(train_args: list[str]):
+    """(parsed flags, config, profile) of the training options a benchmark run is given, checked
+    as the training script checks them (its warnings printed) before any process starts; the run
+    folder, target and time limit are the benchmark's own options, so given here they are refused."""
+    from config_optimized import ConfigError
+    from pipeline.settings.check import validate
+    from pipeline.settings.cli import parse_args
+    from pipeline.settings.layers import build_config
+
+    args = parse_args(train_args)
+    cfg, hw, profile = build_config(args)
+    for w in validate(cfg, hw):
+        print(f"[MAIN] Warning: {w}", flush=True)
+    if args.run_dir is not None or args.target_score is not None or args.time_limit is not None:
+        raise ConfigError("give the run folder, target and time as --runs-dir, --target and --minutes of "
+                          "--time-to-score, not as training options")
+    return args, cfg, profile
+
+
 def time_to_score(train_args: list[str], target: float, minutes: float, milestones, runs_dir: str,
                   baseline_minutes: float | None) -> dict:
     """Train through the real pipeline (mario_rl_optimized.py, as a user runs it) until the mean
@@ -63,18 +82,9 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     from config_optimized import ConfigError
     from pipeline.records.episodes import read_episodes, score_run
     from pipeline.records.files import LOG_NAME
-    from pipeline.settings.check import validate
-    from pipeline.settings.cli import parse_args
-    from pipeline.settings.layers import build_config
 
     runs_dir = os.path.abspath(runs_dir)  # the training run starts in the project folder
-    args = parse_args(train_args)
-    cfg, hw, profile = build_config(args)
-    for w in validate(cfg, hw):
-        print(f"[MAIN] Warning: {w}", flush=True)
-    if args.run_dir is not None or args.target_score is not None or args.time_limit is not None:
-        raise ConfigError("give the run folder, target and time as --runs-dir, --target and --minutes of "
-                          "--time-to-score, not as training options")
+    args, cfg, profile = training_config(train_args)
     if target is None:
         target = default_target(cfg.env)
         if target is None:

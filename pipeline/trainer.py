@@ -239,15 +239,15 @@ class Trainer:
             t0 = time.perf_counter()
             batches = [self.prefetcher.get() for _ in range(cfg.learner.grad_accum_steps)]
             t1 = time.perf_counter()
-            if self.learner.compile_due():
+            compiling = self.learner.compile_due()
+            if compiling:
                 self.learner.compile_loss()
                 self.log(f"[MAIN] Compiling the learner's loss and its backward (torch.compile) at "
                          f"{self.learner.updates:,} updates; the collectors wait for it")
-                out = self.learner.update(batches)
-                self.log(f"[MAIN] Compiled in {time.perf_counter() - t1:.1f} s")
-            else:
-                out = self.learner.update(batches)
+            out = self.learner.update(batches)
             t2 = time.perf_counter()
+            if compiling:
+                self.log(f"[MAIN] Compiled in {t2 - t1:.1f} s")
             window.wait_batch_s += t1 - t0
             window.update_s += t2 - t1
             self.update_s_total += t2 - t1
