@@ -108,6 +108,56 @@ def test_same_seed_same_observations(env_id):
     assert np.array_equal(rollout(), rollout())
 
 
+def wrapper_types(env: gym.Env) -> list[type]:
+    """The env's wrappers, outermost first."""
+    types = []
+    while isinstance(env, gym.Wrapper):
+        types.append(type(env))
+        env = env.env
+    return types
+
+
+def test_mario_noop_start_plays_a_seeded_number_of_noops():
+    from wrappers.mario import NoopStart
+
+    log = ActionLog(make_env("SuperMarioBros-1-1-v0", noop_max=0, frame_stack=1))
+    env = NoopStart(log, 30)
+    counts = []
+    for seed in range(8):
+        log.actions.clear()
+        env.reset(seed=seed)
+        assert set(log.actions) <= {0}  # NOOP only
+        counts.append(len(log.actions))
+    assert len(set(counts)) >= 4 and max(counts) <= 30, counts
+    log.actions.clear()
+    env.reset(seed=3)
+    assert len(log.actions) == counts[3]  # the seed decides
+
+
+def test_mario_sticky_actions_repeat_the_previous_action_per_emulator_frame():
+    from wrappers.mario import NoopStart, SkipMaxGray
+
+    def x_after(sticky, seed):
+        env = make_env("SuperMarioBros-1-1-v0", sticky_actions=sticky, noop_max=0, mario_actions="right_only")
+        env.reset(seed=seed)
+        for _ in range(10):
+            env.step(1)  # right
+        for _ in range(10):
+            info = env.step(0)[4]  # NOOP: Mario slows down, unless "right" sticks
+        return info["x_pos"]
+
+    assert [x_after(0.0, s) for s in range(3)] == [111] * 3  # the emulator alone is deterministic
+    sticky = [x_after(0.9, s) for s in range(3)]
+    assert min(sticky) > 111 and len(set(sticky)) > 1, sticky
+    assert x_after(0.9, 1) == sticky[1]
+    # below the frame skip, as the ALE repeats per frame; the no-ops are not part of the game
+    types = wrapper_types(make_env("SuperMarioBros-1-1-v0", sticky_actions=0.25, noop_max=30))
+    assert types.index(gym.wrappers.RecordEpisodeStatistics) < types.index(NoopStart) < types.index(SkipMaxGray) \
+        < types.index(gym.wrappers.StickyAction)
+    plain = wrapper_types(make_env("SuperMarioBros-1-1-v0", sticky_actions=-1, noop_max=0))
+    assert NoopStart not in plain and gym.wrappers.StickyAction not in plain  # Mario's default: neither
+
+
 def test_mario_info_and_observations_are_copies():
     env = make_env("SuperMarioBros-1-1-v0", mario_actions="right_only")
     obs0, info = env.reset(seed=0)

@@ -71,20 +71,22 @@ def test_plot_on_demand(trained, tmp_path):
 def test_eval_plays_greedy_episodes_and_records_video(trained, tmp_path):
     run_dir, _ = trained
     video = tmp_path / "catch.mp4"
-    proc, out = run(["--eval", str(run_dir), "--episodes", "50", "--video", str(video)], uuid.uuid4().hex)
+    proc, out = run(["--eval", str(run_dir), "--episodes", "100", "--video", str(video)], uuid.uuid4().hex)
     assert proc.returncode == 0, out[-3000:]
-    summary = next(line for line in out.splitlines() if line.startswith("[EVAL] tests.catch_env:Catch-v0: 50 episodes"))
+    summary = next(line for line in out.splitlines() if line.startswith("[EVAL] tests.catch_env:Catch-v0: 100 episodes"))
     mean = float(summary.split("return mean ")[1].split(",")[0])
-    # weights that were not loaded (a fresh network) play near random, -0.7; the run stopped at
-    # the first window of 20 games to reach 0.8, a lucky one, so its greedy play reads lower
-    # (0.52 and 0.08 were seen at targets 0.8 and 0.5)
-    assert mean >= 0.0, summary
+    # weights that were not loaded (a fresh network) play near random, -0.7. The run stopped at the
+    # first window of 20 games to reach 0.8 after ~570 updates, a lucky window of a policy still
+    # moving, so its greedy play reads lower: 0.18 and 0.11 over 200 games (two eval seeds), and
+    # -0.04 to 0.52 over 50. Over 100 games the mean's noise is ~0.1, so a bound 0.4 above random
+    # keeps ~4 noise widths from both a random and a learned policy.
+    assert mean >= RANDOM_RETURN + 0.4, summary
     cap = cv2.VideoCapture(str(video))
     ok, frame = cap.read()
     assert ok and frame.shape[:2] == (84, 84)  # the game's own resolution
     assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 6  # one catch episode: 6 steps
     results = json.loads((run_dir / "eval.json").read_text())
-    assert results["episodes"] == 50 and len(results["returns"]) == 50 and results["epsilon"] == 0.0
+    assert results["episodes"] == 100 and len(results["returns"]) == 100 and results["epsilon"] == 0.0
     assert results["return_mean"] == pytest.approx(mean, abs=0.01) and not results["all_episodes_identical"]
 
 

@@ -56,6 +56,32 @@ class SkipMaxGray(gym.Wrapper):
         return self._resize(frame), total, terminated, truncated, info
 
 
+class NoopStart(gym.Wrapper):
+    """After each reset, 0 to ``noop_max`` agent steps of NOOP, a number drawn from the env's
+    seeded generator.
+
+    The NES emulator is deterministic: every game would start in the same state, and a greedy
+    policy would replay the one game it memorized, dying wherever a small change (a goomba a
+    frame later) meets it (Machado et al. 2018 name random no-op starts and sticky actions as the
+    ways to make such play stochastic). gymnasium has NoopReset only inside AtariPreprocessing,
+    which needs the ALE, so it is written here.
+    """
+
+    def __init__(self, env: gym.Env, noop_max: int):
+        super().__init__(env)
+        if env.get_wrapper_attr("get_action_meanings")()[0] != "NOOP":
+            raise ValueError("NoopStart needs action 0 to be NOOP")
+        self.noop_max = noop_max
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        for _ in range(int(self.np_random.integers(0, self.noop_max + 1))):
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:  # cannot happen at Mario's start; kept so a start is never a game over
+                obs, info = self.env.reset()
+        return obs, info
+
+
 def action_set(name: str) -> list[list[str]]:
     from gym_super_mario_bros import actions
 
@@ -73,7 +99,11 @@ def make_mario_env(env_id: str, opts: EnvOptions, render_mode: str | None = None
     check_env_id(env_id)
     env = gym_super_mario_bros.make(env_id, render_mode=render_mode)
     env = JoypadSpace(env, action_set(opts.mario_actions))
+    if opts.sticky_actions > 0:  # per emulator frame, below the skip, as the ALE repeats actions
+        env = gym.wrappers.StickyAction(env, opts.sticky_actions)
     env = SkipMaxGray(env, opts.frame_skip, opts.frame_size, opts.max_pool)
+    if opts.noop_max > 0:  # below the episode statistics, as in AtariPreprocessing: no-ops are not played
+        env = NoopStart(env, opts.noop_max)
     env = gym.wrappers.RecordEpisodeStatistics(env)
     if opts.clip_rewards:
         env = gym.wrappers.TransformReward(env, np.sign)

@@ -22,13 +22,16 @@ class EnvOptions:
     frame_stack: int = doc("frames stacked per observation", 4)
     frame_skip: int = doc("emulator frames per agent step", 4)
     max_pool: bool = doc("max-pool the last two skipped frames (MaxAndSkip)", True)
-    noop_max: int = doc("random no-ops at reset, Atari (NoopReset); 0 disables", 30)
+    noop_max: int = doc("up to this many no-op agent steps after each reset, a seeded random number (Atari's "
+                        "NoopReset; Mario's NoopStart); 0 disables", 30)
     episodic_life: bool = doc("a lost life ends the learning episode, Atari (EpisodicLife)", True)
     fire_reset: bool = doc("press FIRE after reset where the game needs it, Atari (FireReset)", True)
     clip_rewards: bool = doc("learn from rewards clipped to [-1, 1] (ClipReward); logs keep raw returns", True)
     reward_scale: float = doc("with --clip-rewards false: learn from rewards times this (Mario's lie in [-15, 15]: "
                               "1/15 keeps their size, which sign() throws away)", 1.0)
-    sticky_actions: float = doc("repeat_action_probability; -1 keeps the env id's default (v5: 0.25)", -1.0)
+    sticky_actions: float = doc("probability that an emulator frame repeats the previous action instead of the "
+                                "agent's (repeat_action_probability); -1 keeps the env id's default (ALE v5: "
+                                "0.25, Mario: 0)", -1.0)
     mario_actions: str = doc("Mario action set", "simple", choices=MARIO_ACTION_SETS)
     # not a setting: the replay and the networks are built for 84x84 frames
     frame_size: int = field(default=84, metadata={"fixed": True})

@@ -98,8 +98,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("eps_start" if not 0 <= col.eps_start <= 1 else "eps_end", "must be in [0, 1]")
     if lrn.lr <= 0:
         bad("lr", "must be positive")
-    if not (opts.sticky_actions == -1.0 or 0 <= opts.sticky_actions <= 1):
-        bad("sticky_actions", "must be -1 (env default) or in [0, 1]")
+    if not (opts.sticky_actions == -1.0 or 0 <= opts.sticky_actions < 1):
+        bad("sticky_actions", "must be -1 (env default) or in [0, 1): at 1 the first action would repeat forever")
     if lrn.model_arch == "batchnorm" and lrn.batch_size < 2:
         bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
     if lrn.batch_size > rep.buffer_size:
