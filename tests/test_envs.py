@@ -208,6 +208,26 @@ def test_skip_max_gray_pools_the_last_two_frames_of_each_skip(max_pool):
     assert (obs == 40).all(), "an earlier observation changed: it shares memory with the wrapper or the env"
 
 
+def test_gray_of_the_emulator_screen_read_in_place_matches_cv2_on_a_copy():
+    """nes-py's screen is a reversed-channel view of 32-bit pixels; gray_into reads it as BGRA
+    in place, and must give the bytes cv2 gives for a contiguous copy."""
+    import cv2
+
+    from wrappers.mario import gray_into
+
+    env = make_env("SuperMarioBros-1-1-v0", noop_max=0, frame_stack=1, mario_actions="right_only")
+    env.reset(seed=0)
+    nes = env.unwrapped
+    assert nes.screen.strides[1:] == (4, -1)  # the layout the fast path is for
+    fast, plain = np.empty((240, 256), np.uint8), np.empty((240, 256), np.uint8)
+    for step in range(40):
+        env.step(2 if step % 8 < 5 else 1)  # right+jump and right: a moving, scrolling screen
+        gray_into(nes.screen, fast)
+        gray_into(np.ascontiguousarray(nes.screen), plain)  # the plain cv2 path
+        assert np.array_equal(fast, plain) and np.array_equal(plain, cv2.cvtColor(nes.screen.copy(), cv2.COLOR_RGB2GRAY))
+    assert fast.std() > 10  # a real frame, not a blank one
+
+
 def test_skip_max_gray_max_pools_flicker():
     """A sprite drawn on alternate frames (NES flicker) survives pooling; without it, it vanishes."""
     from wrappers.mario import SkipMaxGray
