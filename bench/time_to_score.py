@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 import time
 
 from .baseline import BASELINE_RECIPE, run_baseline
@@ -155,8 +156,9 @@ def plot_time_to_score(res: dict, path: str) -> None:
     for run in res["runs"]:
         if run["curve"]:
             minutes, steps, mean = zip(*run["curve"])
-            axes[0].plot(minutes, mean, label=run["name"])
-            axes[1].plot(steps, mean, label=run["name"])
+            label = textwrap.fill(run["name"], 60)  # a run's name holds its flags: keep the legend inside the axes
+            axes[0].plot(minutes, mean, label=label)
+            axes[1].plot(steps, mean, label=label)
     max_steps = max((c[-1][1] for c in (r["curve"] for r in res["runs"]) if c), default=0)
     for label, points in REFERENCES.get(res["env"], ()):
         points = [p for p in points if p[0] <= max(max_steps, 1) * 1.05]
