@@ -38,13 +38,16 @@ class KeepInfo(gym.Wrapper):
         super().__init__(env)
         self.keys = keys
 
+    def _kept(self, info: dict) -> dict:
+        return {k: info[k] for k in self.keys if k in info}
+
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
-        return obs, {k: info[k] for k in self.keys if k in info}
+        return obs, self._kept(info)
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, {k: info[k] for k in self.keys if k in info}
+        return obs, reward, terminated, truncated, self._kept(info)
 
 
 class BatchedEnv:
