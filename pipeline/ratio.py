@@ -28,10 +28,16 @@ class ReplayRatio:
         for the learner (two updates, four steps of every env, or 1,000 steps)."""
         return max(2 * self.steps_per_update, 4 * self.streams, 1000)
 
+    def owed_updates(self, steps: int, samples_trained: int) -> int:
+        """Updates the agent steps played have paid for and the learner has not trained yet
+        (``samples_trained`` counted since ``start``)."""
+        if steps < self.start:
+            return 0
+        return max(0, int(((steps - self.start) * self.ratio - samples_trained) // self.batch))
+
     def update_due(self, steps: int, samples_trained: int) -> bool:
-        """Whether the agent steps played pay for one more update (``samples_trained`` counted
-        since ``start``)."""
-        return steps >= self.start and (steps - self.start) * self.ratio - samples_trained >= self.batch
+        """Whether the agent steps played pay for one more update."""
+        return self.owed_updates(steps, samples_trained) > 0
 
     def allowance(self, steps: int, samples_trained: int, in_flight: int) -> int:
         """Agent steps all collectors together may still play: up to ``slack`` beyond what the

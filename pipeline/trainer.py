@@ -160,10 +160,10 @@ class Trainer:
         """Each collector's counters and allowance: the rings' blocks, then the Ray collectors'."""
         return [r.block for r in self.rings] + [s.block for s in self.remote.sources]
 
-    def _set_allowance(self, steps: int) -> None:
-        """Hold collectors back when the learner falls behind the replay ratio: the headroom is
-        the collectors' together, each gets its share."""
-        headroom = self.ratio.allowance(steps, self.samples_trained_run, self.consolidator.pending())
+    def _set_allowance(self, steps: int, hold: bool = False) -> None:
+        """Hold collectors back when the learner falls behind the replay ratio (or all of them,
+        ``hold``): the headroom is the collectors' together, each gets its share."""
+        headroom = 0 if hold else self.ratio.allowance(steps, self.samples_trained_run, self.consolidator.pending())
         blocks = self.blocks()
         for block, share in zip(blocks, shares(headroom, len(blocks))):
             block.allow(share)
@@ -194,6 +194,7 @@ class Trainer:
         window = self._new_window(t_start)
         last_health = 0.0
         prefetch_started = False
+        settling = False  # --total-steps reached: the collectors wait while the learner trains what they paid for
         while self.stop_reason is None:
             now = time.monotonic()
             if now - last_health > 0.5:
@@ -211,15 +212,25 @@ class Trainer:
             steps = self.env_steps()
             self.control.global_steps = steps
             self.log.progress(steps)
-            self._set_allowance(steps)
+            if steps >= cfg.total_steps and not settling:
+                # The collectors may run up to the ratio's slack ahead of the learner; a run that
+                # stopped here would have trained fewer samples per agent step than its replay
+                # ratio says (and a short resumed run none at all).
+                settling = True
+                owed = self.ratio.owed_updates(steps, self.samples_trained_run)
+                if owed:
+                    self.log(f"[MAIN] {steps:,} agent steps played (--total-steps {cfg.total_steps:,}); "
+                             f"training the {owed:,} updates they paid for before stopping")
+            self._set_allowance(steps, hold=settling)
             if steps >= next_epoch:
                 self._log_epoch(window, steps)
                 window = self._new_window(time.monotonic())
                 next_epoch += cfg.run.epoch_steps
-            if steps >= cfg.total_steps:
+            due = self.ratio.update_due(steps, self.samples_trained_run)
+            if settling and not due:
                 self.stop_reason = "total_steps"
                 break
-            if not self.ratio.update_due(steps, self.samples_trained_run):
+            if not due:
                 t0 = time.perf_counter()
                 time.sleep(0.001)
                 window.idle_s += time.perf_counter() - t0

@@ -18,6 +18,7 @@ FAST = ["--learning-starts", "500", "--replay-ratio", "1", "--batch-size", "32",
 
 # (first run, resumed run) agent steps: the emulator plays Mario at a fraction of Pong's speed; the
 # first run's last epoch row (every 500 steps, learning from step 500) must count updates
+LEARNING_STARTS, STEPS_PER_UPDATE = 500, 32  # FAST: batch 32 at replay ratio 1
 STEPS = {"ALE/Pong-v5": (1200, 2000), "SuperMarioBros-1-1-v0": (1000, 1500)}
 
 
@@ -39,7 +40,9 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     assert rows[-1]["updates"] > 0 and rows[-1]["drops"] == 0
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     first_steps, first_updates = state["counters"]["env_steps"], state["learner"]["updates"]
-    assert first_steps >= first and first_updates > 0
+    # the collectors may run ahead of the learner; a run that reaches --total-steps first trains
+    # what its steps paid for, so the ratio holds however slow the learner started
+    assert first_steps >= first and first_updates >= (first - LEARNING_STARTS) // STEPS_PER_UPDATE
 
     assert "[MAIN] Replay saved to" in out and (run_dir / "replay.npz").exists()
     games = (run_dir / "episodes.jsonl").read_text().splitlines()
@@ -53,4 +56,5 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     assert (run_dir / "episodes.jsonl").read_text().splitlines()[:len(games)] == games
     _check_clean(proc, mark)
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
-    assert state["counters"]["env_steps"] >= second and state["learner"]["updates"] > first_updates
+    assert state["counters"]["env_steps"] >= second
+    assert state["learner"]["updates"] - first_updates >= (second - first_steps) // STEPS_PER_UPDATE > 0

@@ -21,6 +21,9 @@ def test_updates_are_due_exactly_as_the_steps_pay_for_them():
         while r.update_due(steps, trained):
             trained += 32
     assert trained == (steps - 10_000) // 8 * 32             # never more, never fewer samples per step
+    # a run stopping at --total-steps trains what the collectors' head start left owed
+    assert r.owed_updates(9_000, 0) == 0 and r.owed_updates(11_000, 0) == 125
+    assert r.owed_updates(11_000, 125 * 32) == 0 and r.owed_updates(11_007, 124 * 32) == 1
 
 
 def test_collectors_get_a_bounded_head_start():
