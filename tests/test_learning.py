@@ -95,7 +95,7 @@ def test_eval_result_warns_when_every_episode_was_the_same_game(tmp_path):
 
     same = EvalResult("SuperMarioBros-1-1-v0", [1019.0] * 5, [300] * 5, [1116.0] * 5, [False] * 5,
                       action_digests=["ab12"] * 5)
-    assert same.identical and "all 5 episodes were the same game" in same.summary()
+    assert same.identical and "all 5 episodes were the same game" in same.summary() and "--noop-max" in same.summary()
     data = json.loads(same.write(tmp_path / "eval.json").read_text())
     assert data["all_episodes_identical"] and data["distances"] == [1116.0] * 5 and data["flags"] == [False] * 5
     varied = EvalResult("x", [1.0, 1.0], [6, 6], [], [], epsilon=0.05, action_digests=["ab12", "cd34"])

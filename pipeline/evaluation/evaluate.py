@@ -59,7 +59,9 @@ class EvalResult:
         s += f", epsilon {self.epsilon:g}"
         if self.identical:
             s += (f"\n[EVAL] Warning: all {n} episodes were the same game (a greedy policy on a deterministic "
-                  "game); --eval-epsilon 0.05, as CleanRL evaluates, plays different ones")
+                  "game); --eval-epsilon 0.05, as CleanRL evaluates, plays different ones, and so do the "
+                  "checkpoints of a run trained with --noop-max N (random no-op starts, as the Atari and "
+                  "Mario defaults train)")
         return s
 
 
