@@ -15,8 +15,9 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     short real run of ``env`` at the default replay ratio; the best becomes the autotuned
     profile of env's game family (config_optimized.autotuned_path), which the auto profile then
     prefers for that family only."""
-    from config_optimized import Config, autotuned_path, pick_profile, scale_profile
+    from config_optimized import autotuned_path, pick_profile, scale_profile
     from pipeline.settings.hardware import detect_hardware
+    from pipeline.settings.layers import build_config
     from pipeline.records.record import write_json
     from presets import family_of
 
@@ -26,16 +27,18 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     grid = [("num_collectors", [1] if quick else sorted({1, 2, max(1, hw.cores // 2)})),
             ("envs_per_collector", [8, 16] if quick else [4, 8, 16]),
             ("learner_threads", [0, hw.cores])]
-    # Profiles list only what differs from the defaults, so the searched knobs start from the
-    # defaults and the profile's own values on top.
-    defaults = Config().flat()
-    best = {**{k: defaults[k] for k, _ in grid}, **scale_profile(base_name, hw, env), "learner_threads": 0}
+    # Every trial is the run a user gets on this game (its preset, then the machine's profile;
+    # never an older autotuned profile), with only the searched knobs set: Mario's preset changes
+    # its actions and replay, and so what a step costs.
+    base = build_config({"env": env, "profile": base_name}, hw)[0]
+    best = {**{k: base.get(k) for k, _ in grid}, "learner_threads": 0}
     trials, tried = [], {}
 
     def score(over):
         key = json.dumps(over, sort_keys=True)
         if key not in tried:
-            res = run_row("explicit", {**over, "env": env}, seconds)
+            flags = {**over, "env": env, "profile": base_name, "replay_ratio": base.learner.replay_ratio}
+            res = run_row("profile", {"extra": flags}, seconds)
             tried[key] = res.get("env_steps_per_s", 0.0) if "error" not in res else 0.0
             trials.append({"settings": {k: over[k] for k, _ in grid}, "env_steps_per_s": tried[key],
                            "error": res.get("error")})
@@ -47,7 +50,8 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
             cand = {**best, knob: v}
             if (sc := score(cand)) > best_score * 1.03:  # within noise, keep the simpler setting
                 best, best_score = cand, sc
-    best = {k: v for k, v in best.items() if k != "learner_threads" or v}
+    # the profile's own values with the best knobs on top: the autotuned profile replaces it
+    best = {**scale_profile(base_name, hw, env), **{k: v for k, v in best.items() if k != "learner_threads" or v}}
     data = {"overrides": best, "family": family, "tuned_on": env, "based_on": base_name,
             "env_steps_per_s": best_score, "trials": trials, "machine": machine(),
             "created": time.strftime("%Y-%m-%d %H:%M:%S")}

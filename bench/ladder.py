@@ -104,10 +104,8 @@ def _row_entry(mode, params, seconds, window_s, out_q):
                 res = sync_row(params["kind"], settings, seconds, window_s)
             elif mode == "profile":
                 res = _pipeline_row({"profile": True, **params}, seconds, window_s)
-            elif mode == "pipeline":
+            else:  # "pipeline"
                 res = _pipeline_row({"overrides": {**LADDER_BASE, **params}}, seconds, window_s)
-            else:  # "explicit": a complete set of overrides (autotune)
-                res = _pipeline_row({"overrides": params}, seconds, window_s)
         out_q.put(res)
     except BaseException as e:
         import traceback
