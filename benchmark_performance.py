@@ -17,6 +17,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --time-to-score --quick   # the catch game, a few minutes
     python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --halving recipes.toml   # successive halving
     python benchmark_performance.py --only ray [--ray-address HOST:PORT] [--ray-collectors N] [--intake-rate R]
+    python benchmark_performance.py --suite atari5 [--steps 500000] [training options]   # Atari-5 + Pong vs Dopamine
 """
 from __future__ import annotations
 
@@ -107,7 +108,18 @@ def main(argv=None) -> int:
     tts.add_argument("--eta", type=int, default=2, help="with --halving: keep the best 1/eta at each rung, and give "
                                                         "the next rung eta times the minutes (default 2)")
     tts.add_argument("--rungs", type=int, default=3, help="with --halving: the most rungs (default 3)")
+    suite = ap.add_argument_group("suite (--suite NAME [options] [training options of mario_rl_optimized.py])")
+    suite.add_argument("--suite", metavar="NAME",
+                       help="instead: train the suite's games one after another (atari5: BattleZone, DoubleDunk, "
+                            "NameThisGame, Phoenix, Qbert, and Pong; -v5 ids, sticky actions on) with the defaults plus "
+                            "any training options, each to --steps agent steps or --minutes; rerun to resume an "
+                            "interrupted suite. Writes a table and a plot beside Dopamine's published agents into "
+                            "RUNS_DIR/suite-NAME[_options]/")
+    suite.add_argument("--steps", type=int, default=500_000,
+                       help="with --suite: agent steps per game (default 500000: two of Dopamine's 250k iterations)")
     args, train_args = ap.parse_known_args(argv)
+    if args.suite:
+        return main_suite(args, train_args, ap)
     if args.time_to_score:
         if args.profile:  # with --time-to-score, --profile NAME is the training profile
             train_args = ["--profile", args.profile, *train_args]
@@ -256,6 +268,41 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
             json.dump(res, f, indent=2, default=str)
         print(f"JSON: {args.json}")
     return 0
+
+
+def main_suite(args, train_args: list[str], ap) -> int:
+    """--suite: every game's options checked before the first run starts; then each game not yet
+    finished is trained (or resumed), and the report written whatever became of the runs."""
+    import shutil
+
+    from bench.suite import REPORT_NAMES, SuiteInterrupted, report_markdown, run_suite, write_report
+    from config_optimized import ConfigError
+
+    if args.time_to_score or args.halving or args.vs_baseline or args.target is not None:
+        ap.error("--suite trains each game for --steps (or --minutes); drop --time-to-score, --halving, "
+                 "--vs-baseline and --target")
+    if args.profile:
+        train_args = ["--profile", args.profile, *train_args]
+    if args.env:
+        ap.error("--suite chooses its games; drop --env")
+    try:
+        suite_dir = run_suite(args.suite, train_args, args.steps, args.minutes, args.runs_dir)
+        code = 0
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SuiteInterrupted as e:
+        print(e, flush=True)
+        from bench.suite import suite_dir_name
+
+        suite_dir, code = os.path.join(os.path.abspath(args.runs_dir), suite_dir_name(args.suite, train_args)), 130
+    rep = write_report(suite_dir)
+    print("\n" + report_markdown(rep))
+    print(f"\nReport: {', '.join(os.path.join(suite_dir, n) for n in REPORT_NAMES)}")
+    for want, name in ((args.json, REPORT_NAMES[0]), (args.plot, REPORT_NAMES[2])):
+        if want:
+            shutil.copyfile(os.path.join(suite_dir, name), want)
+    return code
 
 
 def main_halving(args, train_args: list[str], ap) -> int:

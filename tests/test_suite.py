@@ -1,0 +1,160 @@
+"""``benchmark_performance.py --suite``: the scoring (Dopamine's windows, the IQM of human-normalized
+scores), the anchors it ships, what it refuses before any run starts, and a whole suite run as a
+user runs it: stopped by SIGTERM in its first game, resumed by the same command, then only read."""
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bench import suite as S
+from config_optimized import ConfigError
+from tests.proc_utils import CATCH, ROOT, env_for, marked_processes, read_until
+
+
+def test_window_scores_put_each_game_in_the_window_it_ended_in():
+    rows = [{"env_steps": 10, "return": 1.0}, {"env_steps": 250_000, "return": 3.0},
+            {"env_steps": 250_001, "return": 10.0}, {"env_steps": 400_000, "return": 20.0}]
+    w = S.window_scores(rows, 430_000)
+    assert [x["mean"] for x in w] == [2.0, 15.0]
+    assert [x["games"] for x in w] == [2, 2]
+    assert [x["complete"] for x in w] == [True, False]  # the run stopped at 430k, inside window 2
+    assert S.window_scores(rows, 500_000)[1]["complete"] is True
+    assert S.window_scores([], 0) == []
+
+
+def test_minutes_at_interpolates_between_recorded_points():
+    pts = [(100_000, 600.0), (300_000, 1800.0)]
+    assert S.minutes_at(pts, 250_000) == pytest.approx(25.0)
+    assert S.minutes_at(pts, 300_000) == pytest.approx(30.0)
+    assert S.minutes_at(pts, 300_001) is None
+
+
+def test_iqm_is_the_mean_of_the_middle_half():
+    assert S.iqm([100.0, 1.0, 2.0, 3.0, -50.0]) == pytest.approx(2.0)  # of five, the middle three
+    assert S.iqm([1.0, 2.0, 3.0, 4.0]) == pytest.approx(2.5)
+    assert S.human_normalized(-16.4, -18.6, -16.4) == pytest.approx(1.0)
+
+
+def test_anchors_hold_the_published_values_the_issue_quotes():
+    a = S.load_anchors()
+    assert "5873f549" in a["dopamine"]["source"]
+    for name in (*S.IQM_GAMES, "Pong"):
+        g = a["games"][name]
+        assert g["human"] > g["random"]
+        assert set(g["dopamine"]) == {"CNN QR-DQN", "CNN IQN", "Impala QR-DQN", "Impala IQN", "Impala Rainbow"}
+    # iterations 1-3 of three rows of the table in the suite's docs (Dopamine's 5-seed means)
+    assert [round(x, 1) for x in a["games"]["Pong"]["dopamine"]["Impala QR-DQN"][:3]] == [-18.1, 8.8, 16.0]
+    assert [round(x) for x in a["games"]["Qbert"]["dopamine"]["CNN QR-DQN"][:3]] == [282, 699, 1303]
+    assert [round(x, 1) for x in a["games"]["DoubleDunk"]["dopamine"]["CNN QR-DQN"][:3]] == [-18.6, -20.4, -17.8]
+
+
+def test_suite_refuses_what_it_sets_itself_and_bad_lengths():
+    with pytest.raises(ConfigError, match="--total-steps"):
+        S.check_suite_args("atari5", ["--total-steps", "5"], 500_000, None)
+    with pytest.raises(ConfigError, match="--env"):
+        S.check_suite_args("atari5", ["--env=ALE/Pong-v5"], 500_000, None)
+    with pytest.raises(ConfigError, match="unknown suite"):
+        S.check_suite_args("atari57", [], 500_000, None)
+    with pytest.raises(ConfigError, match="--steps"):
+        S.check_suite_args("atari5", [], 0, None)
+    with pytest.raises(ConfigError, match="ALE/BattleZone-v5: .*--lr"):
+        S.check_suite_args("atari5", ["--lr", "-1"], 500_000, None)
+    assert S.suite_dir_name("atari5", []) == "suite-atari5"
+    assert S.suite_dir_name("atari5", ["--seed", "2"]) == "suite-atari5_seed_2"
+    long = S.suite_dir_name("atari5", ["--learning-starts", "500", "--buffer-size", "20000", "--lr", "1e-3"])
+    assert len(long) == len("suite-atari5_") + 10 and long != S.suite_dir_name("atari5", ["--lr", "1e-3"])
+
+
+def test_a_suite_folder_is_not_continued_with_other_options(tmp_path):
+    S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
+    S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
+    with pytest.raises(ConfigError, match="other options"):
+        S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 1_000_000, "minutes": None, "train_args": []})
+
+
+def _write_games(d: Path, name: str, scores_per_window: list[float], games_per_window: int = 4):
+    run = d / name
+    run.mkdir(parents=True)
+    rows, wall = [], 0.0
+    for i, score in enumerate(scores_per_window):
+        for k in range(games_per_window):
+            wall += 60.0
+            rows.append({"wall_s": wall, "env_steps": i * S.WINDOW + (k + 1) * S.WINDOW // games_per_window,
+                         "updates": 0, "samples_trained": 0, "return": score, "length": 100})
+    (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_report_scores_windows_and_the_iqm_beside_the_anchors(tmp_path):
+    a = S.load_anchors()["games"]
+    S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
+    # each Atari-5 game at its own human score in window 1 and random in window 2; Pong half-way
+    for name in S.IQM_GAMES:
+        _write_games(tmp_path, name, [a[name]["human"], a[name]["random"]])
+    _write_games(tmp_path, "Pong", [-2.0, 14.6])
+    rep = S.write_report(tmp_path)
+    assert [r["ours"] for r in rep["iqm"]] == [pytest.approx(1.0), pytest.approx(0.0)]
+    cnn = [S.iqm([S.human_normalized(a[n]["dopamine"]["CNN QR-DQN"][i], a[n]["random"], a[n]["human"])
+                  for n in S.IQM_GAMES]) for i in range(2)]
+    assert [r["CNN QR-DQN"] for r in rep["iqm"]] == [pytest.approx(cnn[0]), pytest.approx(cnn[1])]
+    bz = rep["games"]["BattleZone"]["windows"]
+    assert bz[1]["minutes"] == pytest.approx(8.0)  # the 8th game ended exactly at 500k, 8 minutes in
+    md = (tmp_path / "suite_report.md").read_text()
+    assert "Window 0k-250k: ours above CNN QR-DQN on 5 of 5" in md
+    # at random play only DoubleDunk is above CNN QR-DQN, whose 250k-500k mean (-20.4) is below random
+    assert "Window 250k-500k: ours above CNN QR-DQN on 1 of 5 finished Atari-5 games (DoubleDunk)" in md
+    assert (tmp_path / "suite_report.png").stat().st_size > 10_000
+    # a game not yet played leaves the IQM open rather than averaging four games
+    for f in (tmp_path / "Qbert").iterdir():
+        f.unlink()
+    rep = S.suite_report(tmp_path)
+    assert rep["iqm"][0]["ours"] is None and rep["games"]["Qbert"]["windows"] == []
+
+
+@pytest.mark.slow
+def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path):
+    """The quick suite (two catch games) as a user runs it: SIGTERM during the first game stops the
+    run cleanly and the suite after it (exit 130, the report still written); the same command
+    resumes that game from its checkpoint and plays the second; a third time trains nothing."""
+    opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "1500",
+           "--runs-dir", str(tmp_path), *opts]
+    mark = uuid.uuid4().hex
+    before = set(Path("/dev/shm").glob("dqnrl_*"))
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for(mark), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    lines: list[str] = []
+    # SIGTERM at the first game's first epoch line (1,000 of its 1,500 agent steps)
+    assert read_until(proc, "[MAIN] Epoch 1 -", lines), "".join(lines)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + out
+    assert proc.returncode == 130, out
+    assert "stopped by SIGTERM during tests.catch_env:Catch-v0" in out
+    (suite_dir,) = tmp_path.glob("suite-quick_*")
+    first = suite_dir / "Catch"
+    assert not (suite_dir / "CountingCatch").exists()
+    assert (suite_dir / "suite_report.md").exists()
+    state, counters = S.game_state(first, 1500, None)
+    assert state == "resume" and 0 < counters["env_steps"] < 1500
+
+    out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
+    assert f"resumed at {counters['env_steps']:,} agent steps" in out
+    assert "tests.catch_env:CountingCatch-v0: started" in out
+    for name in ("Catch", "CountingCatch"):
+        assert S.game_state(suite_dir / name, 1500, None)[0] == "done"
+    rep = json.loads((suite_dir / "suite_report.json").read_text())
+    assert all(g["windows"][0]["games"] > 0 for g in rep["games"].values())
+
+    again = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count(": done (") == 2 and "mario_rl_optimized.py" not in again.stdout
+    deadline = time.time() + 10
+    while marked_processes(mark) and time.time() < deadline:
+        time.sleep(0.1)
+    assert marked_processes(mark) == [], "a process of the suite outlived it"
+    assert set(Path("/dev/shm").glob("dqnrl_*")) <= before, "shared memory left in /dev/shm"
