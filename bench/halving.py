@@ -75,9 +75,18 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
     dirs = {name: os.path.join(runs_dir, f"halving-{stamp}-{name}") for name in recipes}
     alive = list(recipes)
     history = []
+    kept_standing: dict[str, dict] = {}
     for r, minutes in enumerate(rung_minutes(first_minutes, eta, rungs)):
         standings = []
         for name in alive:
+            done = finished_steps(dirs[name]) if r > 0 else None
+            if done is not None:
+                # the training script refuses to resume a run at its --total-steps: what it
+                # reached stands as it was
+                print(f"[HALVING] rung {r + 1}/{rungs}: {name} reached --total-steps {done:,} in an earlier rung; "
+                      "its standing stays", flush=True)
+                standings.append(kept_standing[name])
+                continue
             if r == 0:
                 cmd = [sys.executable, "mario_rl_optimized.py", *common, *recipes[name], "--run-dir", dirs[name],
                        "--target-score", str(target), "--time-limit", str(minutes)]
@@ -96,6 +105,7 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
                               "minutes_to_target": summary["milestones"][0].get("minutes"),
                               "score_now": summary["last_mean"], "best_mean": summary["best_mean"],
                               "env_steps": last.get("env_steps", 0), "updates": last.get("updates", 0)})
+            kept_standing[name] = standings[-1]
         standings.sort(key=rank_key)
         keep = survivors(len(standings), eta)
         history.append({"rung": r + 1, "minutes": minutes, "standings": standings,
@@ -109,6 +119,23 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
             break
     return {"target": target, "metric": metric, "window": window, "first_minutes": first_minutes, "eta": eta,
             "rungs": history, "winner": history[-1]["standings"][0]["recipe"], "common_args": common}
+
+
+def finished_steps(run_dir: str) -> int | None:
+    """The run's --total-steps if its last checkpoint has reached them (it cannot be resumed),
+    else None."""
+    import json
+
+    from pipeline.records import checkpoint as ckpt
+    from pipeline.records.files import CHECKPOINT_NAME, RECORD_NAME
+
+    try:
+        with open(os.path.join(run_dir, RECORD_NAME)) as f:
+            total = json.load(f)["config"]["total_steps"]
+        counters = ckpt.load(os.path.join(run_dir, CHECKPOINT_NAME)).get("counters", {})
+    except (OSError, KeyError, ValueError, ckpt.CheckpointError):
+        return None  # no record or checkpoint to read: the resume says what is wrong
+    return total if counters.get("env_steps", 0) >= total else None
 
 
 def print_rung(rung: dict, target: float) -> None:

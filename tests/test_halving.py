@@ -74,3 +74,27 @@ def test_two_rungs_resume_only_the_better_recipe(tmp_path):
     log = (tmp_path / "runs").glob(f"halving-*-{kept}/train.log")
     assert "[MAIN] Resumed" in next(log).read_text()
     assert out.stdout.count("[HALVING] rung 2/2") == 1
+
+
+@pytest.mark.slow
+def test_a_recipe_that_reaches_total_steps_keeps_its_standing(tmp_path):
+    """Both recipes reach their --total-steps in the first rung: the one kept is not resumed (the
+    training script refuses a run already at --total-steps), it keeps its standing, and the
+    report and JSON are written."""
+    path = tmp_path / "recipes.toml"
+    path.write_text('[lr3]\nargs = ["--lr", "1e-3", "--total-steps", "800"]\n'
+                    '[lr4]\nargs = ["--lr", "1e-4", "--total-steps", "800"]\n')
+    out = subprocess.run([sys.executable, "benchmark_performance.py", "--time-to-score", "--quick", "--halving",
+                          str(path), "--minutes", "0.5", "--rungs", "2", "--target", "5",
+                          "--runs-dir", str(tmp_path / "runs"), "--json", str(tmp_path / "h.json")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    res = json.loads((tmp_path / "h.json").read_text())
+    first, second = res["rungs"]
+    kept = first["kept"][0]
+    before = next(s for s in first["standings"] if s["recipe"] == kept)
+    assert second["standings"] == [before] and res["winner"] == kept
+    assert before["env_steps"] >= 800
+    assert "reached --total-steps 800 in an earlier rung" in out.stdout
+    log = next((tmp_path / "runs").glob(f"halving-*-{kept}/train.log")).read_text()
+    assert "[MAIN] Resumed" not in log
