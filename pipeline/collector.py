@@ -117,9 +117,16 @@ def collector_seed(seed: int, index: int, launch: int) -> int:
     return seed + 10_007 * index + 101 * launch
 
 
-def run_collector(start: CollectorStart, errors) -> None:
-    """The collector process's entry: collect until told to stop; any failure goes to ``errors``
-    (the supervisor restarts the collector or stops the run)."""
+# What a failure report may hold: the supervisor reads a collector's pipe only once the collector
+# has exited, so the report must fit the pipe's buffer (64 KiB on Linux) or sending it would block
+# the dying collector for good.
+REPORT_CHARS = 16_000
+
+
+def run_collector(start: CollectorStart, report) -> None:
+    """The collector process's entry: collect until told to stop; any failure is sent down
+    ``report`` (the send end of this start's pipe; the supervisor restarts the collector or stops
+    the run)."""
     use_one_core()
     try:
         _collect(start)
@@ -127,7 +134,8 @@ def run_collector(start: CollectorStart, errors) -> None:
         pass
     except BaseException as exc:  # report everything, including env errors, to the learner
         try:
-            errors.put((start.index, start.spec.env, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+            report.send((start.index, start.spec.env, f"{type(exc).__name__}: {exc}"[:REPORT_CHARS // 4],
+                         traceback.format_exc()[-REPORT_CHARS:]))
         except Exception:
             pass
         raise SystemExit(1)

@@ -7,7 +7,6 @@ saw, with the node the actor ran on.
 from __future__ import annotations
 
 import os
-import queue
 
 from .collector import CollectorSpec, CollectorStart, run_collector
 from .distributed.no_ray import NoRayCollectors
@@ -27,7 +26,11 @@ class Collectors:
         self.remote = NoRayCollectors() if remote is None else remote
         self.ring_names, self.control_name, self.n_weights = ring_names, control_name, n_weights
         self.spec = CollectorSpec.of(cfg)
-        self.errors = ctx.Queue()
+        # One pipe per collector start for its failure report, not a multiprocessing.Queue: a
+        # queue's locks are named semaphores (/dev/shm/sem.mp-*) that only the resource tracker
+        # unlinks, and a kill of the run's whole process group (a container's OOM kill) takes
+        # the tracker too, leaving them for good. A pipe leaves nothing behind.
+        self.reports: list = [None] * len(ring_names)
         self.launches = launches
         self.restarts = 0
         self.procs: list = [None] * len(ring_names)
@@ -47,10 +50,14 @@ class Collectors:
         start = CollectorStart(i, self.spec, self.ring_names[i], self.control_name, self.n_weights, os.getpid(),
                                self.launches)
         self.seeds[i] = start.seed
-        p = self.ctx.Process(target=run_collector, name=f"collector-{i}", args=(start, self.errors), daemon=True)
+        recv, send = self.ctx.Pipe(duplex=False)
+        p = self.ctx.Process(target=run_collector, name=f"collector-{i}", args=(start, send), daemon=True)
         self.launches += 1
-        p.start()
-        self.procs[i] = p
+        try:
+            p.start()
+        finally:
+            send.close()  # the child's copy is its own: the pipe reads EOF once the child is gone
+        self.procs[i], self.reports[i] = p, recv
 
     def check(self) -> None:
         """Restart a collector that died; CollectorsFailed once the restart budget is spent."""
@@ -62,11 +69,12 @@ class Collectors:
             p.join()
             detail = ""
             try:
-                while True:
-                    idx, env_id, msg, tb = self.errors.get_nowait()
-                    detail += f"\n[MAIN] collector {idx} ({env_id}) raised {msg}\n{tb}"
-            except (queue.Empty, OSError, EOFError):
-                pass
+                if self.reports[i].poll():
+                    idx, env_id, msg, tb = self.reports[i].recv()
+                    detail = f"\n[MAIN] collector {idx} ({env_id}) raised {msg}\n{tb}"
+            except (OSError, EOFError):
+                pass  # it died without a report (a kill)
+            self.reports[i].close()
             how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
             self.log(f"[MAIN] Collector {i} {how}.{detail}")
             self._spend_restart(f"collector {i}")
@@ -106,5 +114,6 @@ class Collectors:
                     p.join()
 
     def close(self) -> None:
-        self.errors.close()
-        self.errors.join_thread()
+        for r in self.reports:
+            if r is not None:
+                r.close()

@@ -13,7 +13,8 @@ import torch
 
 from pipeline.records import checkpoint as ckpt
 from pipeline.ring import HEAD, TAIL
-from tests.proc_utils import CATCH, check_clean, collector_pids, read_until, run, running, segments, start
+from tests.proc_utils import (CATCH, check_clean, collector_pids, marked_processes, read_until, run, running, segments,
+                              start)
 
 pytestmark = pytest.mark.faults
 
@@ -111,6 +112,47 @@ def test_learner_killed_in_warm_up_takes_down_collectors_waiting_for_room(tmp_pa
         proc.stdout.close()
         for p in segments(proc.pid):  # the killed learner's, whose creator is gone
             p.unlink()
+
+
+def _wait_gone(pids, seconds: float) -> list:
+    deadline = time.time() + seconds
+    while time.time() < deadline and any(running(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if running(p)]
+
+
+def test_evaluator_ends_within_a_second_of_a_killed_learner(tmp_path):
+    """An OOM kill of the learner mid-evaluation: the evaluator (a long evaluation here), the
+    collectors and multiprocessing's resource tracker all end within about a second."""
+    mark, lines = uuid.uuid4().hex, []
+    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--total-steps", "1000000000",
+                  "--eval-interval", "1000", "--eval-episodes", "100000"], mark)
+    assert read_until(proc, "Learning starts", lines)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(collector_pids(mark, proc.pid)) < 2:  # the collector and the evaluator
+        time.sleep(0.05)
+    children = collector_pids(mark, proc.pid)
+    assert len(children) == 2, "no evaluation started"
+    proc.kill()
+    proc.wait(timeout=30)  # not communicate(): a surviving child would hold its stdout open
+    left = _wait_gone(marked_processes(mark), 1.5)
+    assert not left, f"{left} outlived the killed learner by 1.5 s"
+
+
+def test_a_killed_process_group_leaves_nothing_in_dev_shm(tmp_path):
+    """kill -9 of the run's whole process group (a container's OOM kill): the resource tracker
+    dies too, so nothing may rely on it: no named semaphore (sem.*) may be left behind, and the
+    rings and control block (dqnrl_*) are swept by the next start (tested above)."""
+    before = set(os.listdir("/dev/shm"))
+    mark, lines = uuid.uuid4().hex, []
+    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--total-steps", "1000000000",
+                  "--eval-interval", "1000"], mark, preexec_fn=os.setsid)
+    assert read_until(proc, "Learning starts", lines)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert not _wait_gone(marked_processes(mark), 5)
+    left = sorted(n for n in set(os.listdir("/dev/shm")) - before if n.startswith("sem."))
+    assert left == [], f"named semaphores left in /dev/shm: {left}"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

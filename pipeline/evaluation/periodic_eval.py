@@ -23,10 +23,26 @@ from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
 TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a policy stuck in a game)
 
 
-def _play(checkpoint: str, episodes: int, epsilon: float, seed: int, conn) -> None:
+def _exit_with_parent(parent_pid: int, every_s: float = 0.1) -> None:
+    """End this process within ``every_s`` of its parent's death. ``daemon=True`` acts only when
+    the parent exits normally; after a SIGKILL (an OOM kill) the evaluator would play its
+    remaining games, minutes of a core, beside the --resume that follows. A thread, so a game
+    step in progress cannot hold it up; the collectors check the same way in their loop."""
+    import threading
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(every_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _play(checkpoint: str, episodes: int, epsilon: float, seed: int, conn, parent_pid: int) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us
+    _exit_with_parent(parent_pid)
     import torch
 
     from .evaluate import evaluate
@@ -69,7 +85,7 @@ class PeriodicEval:
             path = save_weights(CANDIDATE_NAME)
             recv, send = self.ctx.Pipe(duplex=False)
             proc = self.ctx.Process(target=_play, name="evaluator", daemon=True,
-                                    args=(str(path), self.episodes, self.epsilon, self.seed + steps, send))
+                                    args=(str(path), self.episodes, self.epsilon, self.seed + steps, send, os.getpid()))
             proc.start()
         except Exception as e:  # a full disk or no memory for a process: training goes on without it
             self.log(f"[EVAL] Evaluation at {steps:,} agent steps not started: {type(e).__name__}: {e}")
