@@ -116,13 +116,17 @@ class Learner:
         # walks every module, and a compiled loss would have to guard on it.
         self.argmax_model = self.model if cfg.bn_targets == "batch" else sharing_copy(self.model).eval()
         self.compiled = False  # see compile_due
+        self.compile_error: str | None = None  # why compiling failed at run time (the run trains eagerly)
+        self._eager_loss = self.loss
+        self._compile_proven = False  # a compiled update has run: compiling can no longer fail
         self.updates = 0
         self.bad_steps = 0
 
     def compile_due(self) -> bool:
         """--compile, and the run has trained COMPILE_AFTER_UPDATES updates (a resumed one counts
         its earlier ones): the next update should first compile the loss (compile_loss)."""
-        return self.cfg.compile and not self.compiled and self.updates >= COMPILE_AFTER_UPDATES
+        return (self.cfg.compile and not self.compiled and self.compile_error is None
+                and self.updates >= COMPILE_AFTER_UPDATES)
 
     def compile_loss(self) -> None:
         """From the next update on, the targets, Q(s) and the loss run as one torch.compile graph,
@@ -191,7 +195,29 @@ class Learner:
             return per_sample.mean(), td.detach(), q.detach()
 
     def update(self, micro_batches: list[dict]) -> dict:
-        """One optimizer step over ``grad_accum_steps`` micro-batches (already on device)."""
+        """One optimizer step over ``grad_accum_steps`` micro-batches (already on device).
+
+        The first update after compile_loss compiles (the forward here, the backward lazily in
+        it). Should that fail (a C++ compiler that is there but does not work, an inductor
+        bug), the update runs eagerly and so does the rest of the run; ``compile_error`` says
+        why, for the trainer to warn once. Nothing was stepped: a failed compile raises before
+        the optimizer step."""
+        if not self.compiled or self._compile_proven:
+            return self._update(micro_batches)
+        try:
+            out = self._update(micro_batches)
+        except TrainingDiverged:
+            raise
+        except Exception as e:  # torch._dynamo's BackendCompilerFailed and whatever inductor raises
+            first = (str(e).strip().splitlines() or [""])[0]
+            self.compile_error = f"{type(e).__name__}: {first[:300]}"
+            self.loss, self.compiled = self._eager_loss, False
+            self.optimizer.zero_grad(set_to_none=True)
+            return self._update(micro_batches)
+        self._compile_proven = True
+        return out
+
+    def _update(self, micro_batches: list[dict]) -> dict:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         losses, tds, qs = [], [], []

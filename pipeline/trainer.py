@@ -257,7 +257,10 @@ class Trainer:
                          f"{self.learner.updates:,} updates; the collectors wait for it")
             out = self.learner.update(batches)
             t2 = time.perf_counter()
-            if compiling:
+            if compiling and self.learner.compile_error:
+                self.log(f"[MAIN] Warning: torch.compile failed ({self.learner.compile_error}); training goes on "
+                         "without it (--compile false skips the attempt)")
+            elif compiling:
                 self.log(f"[MAIN] Compiled in {t2 - t1:.1f} s")
             window.wait_batch_s += t1 - t0
             window.update_s += t2 - t1

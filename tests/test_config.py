@@ -249,3 +249,21 @@ def test_learning_starts_0_is_accepted_where_the_collectors_head_start_fills_the
         "use --learning-starts 600 or more" in msg, msg
     assert isinstance(validate(Config().replace(learning_starts=600, envs_per_collector=300, n_step=5,
                                                 buffer_size=20_000), hw(2)), list)
+
+
+def test_compile_without_a_cpp_compiler_is_refused_before_anything_starts():
+    """--compile on a CPU learner needs a C++ compiler for inductor's code generation: without one
+    it used to fail at update 2,000 with a raw traceback (and every --resume after it at once)."""
+    import dataclasses
+
+    from pipeline.settings.check import validate
+
+    cfg = Config.of(env="ALE/Pong-v5", compile=True)
+    validate(cfg, dataclasses.replace(hw(), cpp_compiler=True))
+    with pytest.raises(ConfigError, match=r"--compile True: .*C\+\+ compiler.*--compile false"):
+        validate(cfg, dataclasses.replace(hw(), cpp_compiler=False))
+    validate(cfg, dataclasses.replace(hw(4, 16, True, 6), cpp_compiler=False))  # CUDA: triton, no C++ compiler
+    out = subprocess.run([sys.executable, "mario_rl_optimized.py", "--env", "tests.catch_env:Catch-v0",
+                          "--compile", "true", "--run-dir", "/nonexistent/never-made"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "CXX": "/nonexistent/c++"})
+    assert out.returncode == 2 and "C++ compiler" in out.stderr and "Traceback" not in out.stderr, out.stderr

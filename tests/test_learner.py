@@ -294,3 +294,26 @@ def test_denormals_flush_on_every_thread_only_when_set_before_parallel_work():
     out = [subprocess.run([sys.executable, "-c", code.format(before=before)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120).stdout.strip() for before in ("", "torch.ones(1 << 20).mul_(2); ")]
     assert out == ["True", "False"], out
+
+
+def test_a_compile_that_fails_at_run_time_warns_once_and_trains_on_eagerly(monkeypatch):
+    """A compiler that passes the start-up check but fails in inductor (here: one that is not
+    there): the update that compiles trains eagerly instead, the learner says why once, and later
+    updates (and compile_due) stay eager."""
+    import torch._inductor.config as inductor
+
+    monkeypatch.setattr(inductor.cpp, "cxx", (None, "/nonexistent/c++"))
+    torch._dynamo.reset()
+    lrn = _learner(lr=1e-3, compile=True)
+    lrn.updates = COMPILE_AFTER_UPDATES
+    assert lrn.compile_due()
+    lrn.compile_loss()
+    before = copy.deepcopy(lrn.model.state_dict())
+    out = lrn.update([lrn.to_device(_batch(32))])
+    assert not out["skipped"] and lrn.updates == COMPILE_AFTER_UPDATES + 1
+    after = lrn.model.state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before if before[k].is_floating_point())  # it trained
+    assert "C++ compiler" in lrn.compile_error and not lrn.compiled and not lrn.compile_due()
+    assert not hasattr(lrn.loss, "_torchdynamo_orig_callable")
+    lrn.update([lrn.to_device(_batch(32, seed=1))])
+    assert lrn.updates == COMPILE_AFTER_UPDATES + 2

@@ -55,6 +55,9 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
                  "eval_interval", "num_collectors", "ray_collectors"]:
         if cfg.get(name) < 0:
             bad(name, "must be 0 or more")
+    if lrn.compile and not hw.cuda and not hw.cpp_compiler:
+        bad("compile", "torch.compile's CPU code generation needs a C++ compiler, and none was found ($CXX, else "
+                       "g++, on PATH); install one (e.g. apt install g++) or train with --compile false")
     if col.total_collectors == 0:
         bad("num_collectors", "leaves no collector (and --ray-collectors is 0); use --num-collectors 1 or more")
     if col.ray_collectors and not col.ray_address:

@@ -23,7 +23,7 @@ class Hardware:
     # A learner step's speed in bf16 over fp32 on this CPU, measured once per CPU model and torch
     # version (bf16_speedup); 0.0 where nobody measured it (no bf16 instructions, a CUDA machine).
     cpu_bf16_speedup: float = 0.0
-    # A C++ compiler on PATH ($CXX, else c++), which torch.compile's CPU code generation needs.
+    # A C++ compiler on PATH ($CXX, else g++, as inductor looks), which torch.compile's CPU code generation needs.
     cpp_compiler: bool = False
 
     @property
@@ -152,7 +152,7 @@ def detect_hardware() -> Hardware:
         name, mem = props.name, props.total_memory
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
     speedup = bf16_speedup(model) if bf16 and not cuda else 0.0
-    cxx = shutil.which(os.environ.get("CXX") or "c++") is not None
+    cxx = shutil.which(os.environ.get("CXX") or "g++") is not None  # what inductor runs: $CXX, else g++
     return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx)
 
 
