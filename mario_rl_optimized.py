@@ -24,7 +24,7 @@ from pipeline.settings.cli import parse_args  # noqa: F401  (re-exported: mario_
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from pipeline.evaluation.evaluate import evaluate
+    from pipeline.evaluation.evaluate import eval_lock, evaluate
     from pipeline.records.files import EVAL_NAME
     from pipeline.records.hub import HF_PREFIX, fetch
 
@@ -41,12 +41,16 @@ def run_eval(args: argparse.Namespace) -> int:
         source = str(fetch(source))
         results_dir = Path("runs") / "hub" / args.eval[len(HF_PREFIX):].replace("/", "__")
         results_dir.mkdir(parents=True, exist_ok=True)
-    # a corrupt or foreign checkpoint fails inside, with the file named, before any env starts
-    res = evaluate(source, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,
-                   epsilon=args.eval_epsilon)
-    print(res.summary(), flush=True)
     path = Path(source)
-    out = res.write((results_dir or (path if path.is_dir() else path.parent)) / EVAL_NAME)
+    folder = results_dir or (path if path.is_dir() else path.parent)
+    if not folder.is_dir():
+        raise ConfigError(f"--eval {args.eval}: no such run folder or checkpoint")
+    with eval_lock(folder):  # one --eval at a time writes a folder's eval.json
+        # a corrupt or foreign checkpoint fails inside, with the file named, before any env starts
+        res = evaluate(source, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,
+                       epsilon=args.eval_epsilon)
+        print(res.summary(), flush=True)
+        out = res.write(folder / EVAL_NAME)
     print(f"[EVAL] results: {out}", flush=True)
     if args.video:
         print(f"[EVAL] video of episode 1: {args.video}", flush=True)
@@ -57,7 +61,7 @@ def run_push(args: argparse.Namespace) -> int:
     """--push-to-hub: evaluate the run unless its eval.json is of its current weights, package it, upload it."""
     import tempfile
 
-    from pipeline.evaluation.evaluate import evaluate
+    from pipeline.evaluation.evaluate import eval_lock, evaluate
     from pipeline.records.files import CHECKPOINT_NAME, EVAL_NAME, VIDEO_NAME
     from pipeline.records.hub import check_repo_id, current_evaluation, package_run, push, weights_to_share
     from pipeline.records.run_folder import RUNS_ROOT, latest_run
@@ -73,9 +77,10 @@ def run_push(args: argparse.Namespace) -> int:
             video = None
         else:  # no evaluation, or training went on since: evaluate the run's best weights now
             epsilon = RunConfig.eval_epsilon if args.eval_epsilon is None else args.eval_epsilon
-            res = evaluate(weights_to_share(run_dir), args.episodes, video, epsilon=epsilon)
-            print(res.summary(), flush=True)
-            res.write(run_dir / EVAL_NAME)
+            with eval_lock(run_dir):
+                res = evaluate(weights_to_share(run_dir), args.episodes, video, epsilon=epsilon)
+                print(res.summary(), flush=True)
+                res.write(run_dir / EVAL_NAME)
             evaluation = res.to_json()
         folder = package_run(run_dir, args.push_to_hub, Path(tmp) / "package", evaluation, video)
         url = push(folder, args.push_to_hub, private=args.private)

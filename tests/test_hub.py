@@ -108,3 +108,44 @@ def test_card_for_mario_reports_distance_and_flag():
     rec = {"config": Config().flat(), "profile": "cpu-small"}
     card = model_card("a/b", rec, {"returns": [100.0], "distances": [3161.0], "flags": [True], "epsilon": 0.0})
     assert "Mean distance 3161; flag reached 1/1" in card and '"SuperMarioBros-1-1-v0"' in card
+
+
+def test_an_evaluation_belongs_to_the_weights_it_played_not_to_file_times(tmp_path):
+    """eval.json names the weights it played by their digest: weights replaced after it (as a
+    periodic evaluation's os.replace does, keeping the candidate's older mtime) make it stale
+    whatever the file times say, and weights left alone keep it current."""
+    import os
+
+    from pipeline.records.hub import current_evaluation
+
+    run = make_run(tmp_path)
+    assert main(["--eval", str(run), "--episodes", "2"]) == 0
+    evaluation = json.loads((run / "eval.json").read_text())
+    assert len(evaluation["weights_sha256"]) == 64
+    assert current_evaluation(run) == evaluation
+    os.utime(run / "eval.json", (1, 1))  # file times say nothing about which weights were played
+    assert current_evaluation(run) == evaluation
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    state["learner"]["model"] = {k: v + 1 if v.is_floating_point() else v for k, v in state["learner"]["model"].items()}
+    torch.save(state, run / "checkpoint.pt")
+    os.utime(run / "checkpoint.pt", (0, 0))  # other weights, and an older mtime than eval.json
+    assert current_evaluation(run) is None
+
+
+def test_a_second_eval_of_the_same_run_at_once_is_refused(tmp_path, capsys):
+    """Two --eval runs writing one eval.json: the second is refused before it plays, naming why."""
+    import fcntl
+    import os
+
+    from pipeline.evaluation.evaluate import eval_lock
+
+    run = make_run(tmp_path)
+    with eval_lock(run):
+        assert main(["--eval", str(run), "--episodes", "1"]) == 2
+    assert "another --eval is writing" in capsys.readouterr().err
+    fd = os.open(run, os.O_RDONLY)  # the lock is the folder's flock, released with the evaluation
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+    assert main(["--eval", str(run), "--episodes", "1"]) == 0

@@ -156,3 +156,19 @@ def test_a_damaged_replay_is_one_line_and_exit_2_with_nothing_changed(tmp_path, 
     err = capsys.readouterr().err
     assert err.startswith("error: replay file ") and message in err and err.count("\n") == 1, err
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()} == before
+
+
+def test_a_resume_takes_the_bar_from_the_kept_weights_themselves(tmp_path):
+    """A kill after an evaluation replaced best_eval.pt but before the next periodic checkpoint:
+    the checkpoint's counters hold the older, lower bar. The files carry their own scores and the
+    resume takes the highest, so a worse evaluation cannot replace the kept weights."""
+    from pipeline.records import checkpoint as ckpt
+    from pipeline.records.resume import kept_scores
+
+    base = {"meta": {"env": "x"}, "learner": {}}
+    ckpt.save(tmp_path / "best_eval.pt", {**base, "best": {"metric": "return", "score": 0.75, "env_steps": 9000}})
+    ckpt.save(tmp_path / "best.pt", {**base, "best": {"metric": "return", "score": -0.25, "env_steps": 8000}})
+    assert kept_scores(tmp_path, "return") == {"best.pt": -0.25, "best_eval.pt": 0.75}
+    assert kept_scores(tmp_path, "distance") == {}  # another metric's scores are no bar
+    ckpt.save(tmp_path / "best.pt", base)  # a file from before the weights carried their score
+    assert kept_scores(tmp_path, "return") == {"best_eval.pt": 0.75}

@@ -123,4 +123,8 @@ def test_eval_interval_keeps_the_best_evaluated_weights(tmp_path):
     assert abs(state["counters"]["env_steps"] - next(e["env_steps"] for e in evals if e["score"] == best)) <= 100
     assert not (run_dir / CANDIDATE_NAME).exists()
     assert load(run_dir / "checkpoint.pt")["counters"]["best_eval"] == best
+    # the file carries the evaluation that chose it (a resume reads its bar from there)
+    chosen = next(e for e in evals if e["score"] == best)
+    assert state["best"] == {"metric": "return", "score": best, "env_steps": chosen["env_steps"], "games": 3,
+                             "epsilon": 0.05, "seed": state["best"]["seed"]}
     check_clean(proc, mark)

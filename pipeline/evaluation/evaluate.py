@@ -3,6 +3,7 @@ prints mean and median return (Mario: distance and flag rate) and can record one
 MP4 at the game's own resolution."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import statistics
@@ -28,6 +29,7 @@ class EvalResult:
     epsilon: float = 0.0
     checkpoint: str = ""
     action_digests: list[str] = dataclasses.field(default_factory=list)  # one per episode
+    weights_sha256: str = ""  # the checkpoint file played: eval.json is of exactly these weights
 
     @property
     def identical(self) -> bool:
@@ -88,12 +90,57 @@ class VideoWriter:
             self.writer.release()
 
 
+def weights_file(checkpoint: str | Path) -> Path:
+    """The file a checkpoint argument names: a .pt file, or a run folder's checkpoint.pt."""
+    from ..records.files import CHECKPOINT_NAME
+
+    path = Path(checkpoint)
+    return path / CHECKPOINT_NAME if path.is_dir() else path
+
+
+def weights_digest(checkpoint: str | Path) -> str:
+    """SHA-256 of the checkpoint file: what ties an evaluation to the weights it played (file
+    times do not: os.replace keeps a file's mtime from when it was written)."""
+    h = hashlib.sha256()
+    with open(weights_file(checkpoint), "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def eval_lock(folder: str | Path):
+    """Hold the folder whose eval.json an --eval writes: a second --eval of it at once is refused
+    (the last to finish would win, pairing one set of weights with another's score). A flock on
+    the folder itself: released by the kernel when the process ends, however it ends, and no
+    lock file is left behind."""
+    import fcntl
+    import os
+
+    from config_optimized import ConfigError
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"another --eval is writing {Path(folder) / 'eval.json'}; wait for it to finish, or "
+                              "evaluate a copy of the checkpoint in another folder") from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
              epsilon: float = 0.0, max_steps: int = 27_000, log=print) -> EvalResult:
     from wrappers import make_env
     from wrappers.registry import is_mario, is_module_env_id
 
+    digest = weights_digest(checkpoint) if weights_file(checkpoint).is_file() else ""
     state = ckpt.load(checkpoint)
+    if digest and weights_digest(checkpoint) != digest:
+        raise ckpt.CheckpointError(f"checkpoint {checkpoint} was replaced while it was being read (a run is saving "
+                                   "it); evaluate it again")
     cfg = Config.of(**{k: v for k, v in flatten(state["config"]).items() if k in FIELDS})
     meta = state["meta"]
     opts = dataclasses.replace(cfg.env_options, episodic_life=False, clip_rewards=False)
@@ -110,7 +157,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     fps = env.metadata.get("render_fps", 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
     mario = is_mario(cfg.env)
-    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint))
+    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint), weights_sha256=digest)
     try:
         for ep in range(episodes):
             obs, info = env.reset(seed=seed + ep)

@@ -57,6 +57,18 @@ def _play(checkpoint: str, episodes: int, epsilon: float, seed: int, conn, paren
         conn.close()
 
 
+def keep_as_best(candidate: Path, best_path: Path, best: dict) -> None:
+    """The evaluated weights become ``best_path``, carrying the evaluation that chose them: a
+    resume reads its bar from the file itself (the periodic checkpoint may predate it), and a
+    reader knows what the weights scored and on what games."""
+    from ..records import checkpoint as ckpt
+
+    state = ckpt.load(candidate)
+    state["best"] = best
+    ckpt.save(best_path, state)  # whole or not at all
+    candidate.unlink(missing_ok=True)
+
+
 class PeriodicEval:
     def __init__(self, run_dir: Path, interval: int, episodes: int, epsilon: float, metric: str, seed: int, log,
                  best: float = float("-inf"), next_at: int = 0):
@@ -120,7 +132,9 @@ class PeriodicEval:
         note = ""
         if score > self.best:
             self.best = score
-            os.replace(self.run_dir / CANDIDATE_NAME, self.run_dir / BEST_EVAL_NAME)
+            keep_as_best(self.run_dir / CANDIDATE_NAME, self.run_dir / BEST_EVAL_NAME,
+                         {"metric": self.metric, "score": score, "env_steps": self.steps, "games": len(scores),
+                          "epsilon": self.epsilon, "seed": self.seed + self.steps})
             note = f"; best so far, weights in {self.run_dir / BEST_EVAL_NAME}"
         self.log(f"[EVAL] At {self.steps:,} agent steps: mean {self.metric} {score:.2f} over {len(scores)} games "
                  f"(epsilon {self.epsilon:g}){note}")

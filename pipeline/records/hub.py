@@ -133,15 +133,17 @@ def package_run(run_dir: str | Path, repo_id: str, out_dir: str | Path, evaluati
 
 
 def current_evaluation(run_dir: str | Path) -> dict | None:
-    """The run's eval.json if it is of the run's current weights (the checkpoint it names is not
-    newer than it); None if there is none, or training went on since (evaluate again then)."""
+    """The run's eval.json if it is of the weights it names as they are now (their SHA-256 is
+    the one it recorded); None if there is none, it predates the digest, or those weights have
+    been replaced since (evaluate again then)."""
+    from ..evaluation.evaluate import weights_digest, weights_file
+
     eval_path = Path(run_dir) / EVAL_NAME
     evaluation = json.loads(eval_path.read_text()) if eval_path.is_file() else None
-    evaluated = Path(evaluation["checkpoint"]) if evaluation and evaluation.get("checkpoint") else None
-    if evaluated is not None and evaluated.is_dir():
-        evaluated = evaluated / CHECKPOINT_NAME
-    if (evaluated is not None and evaluated.is_file()
-            and evaluated.stat().st_mtime <= eval_path.stat().st_mtime):  # eval.json is of these weights
+    if not evaluation or not evaluation.get("checkpoint") or not evaluation.get("weights_sha256"):
+        return None
+    played = weights_file(evaluation["checkpoint"])
+    if played.is_file() and weights_digest(played) == evaluation["weights_sha256"]:
         return evaluation
     return None
 

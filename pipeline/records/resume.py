@@ -11,7 +11,7 @@ from wrappers.registry import is_mario
 
 from ..replay import Storage, snapshot
 from . import checkpoint as ckpt
-from .files import CHECKPOINT_NAME, REPLAY_NAME
+from .files import BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, REPLAY_NAME
 
 
 @dataclass
@@ -87,6 +87,11 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
         counters.best_score = counters.best_eval = float("-inf")
         log(f"[MAIN] The best scores so far were in {was}, this run measures {cfg.run.score_metric}: "
             "best.pt and best_eval.pt start over")
+    # best.pt and best_eval.pt may be newer than the checkpoint (a kill between them): each
+    # carries its own score, and the bar is the highest, so worse weights never replace them
+    files = kept_scores(run_dir, cfg.run.score_metric)
+    counters.best_score = max(counters.best_score, files.get(BEST_NAME, float("-inf")))
+    counters.best_eval = max(counters.best_eval, files.get(BEST_EVAL_NAME, float("-inf")))
     replay.sampler.rng.bit_generator.state = ckpt.restore_rng(state)
     log.start_at(counters.env_steps)
     log(f"[MAIN] Resumed {path}: {counters.env_steps:,} agent steps, {learner.updates:,} updates, "
@@ -95,6 +100,23 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     if _restore_replay(run_dir, cfg, replay, counters.env_steps, log):
         return counters, max(0, starts - len(replay))  # a replay saved during warm-up still needs the rest of it
     return counters, starts
+
+
+def kept_scores(run_dir: Path, metric: str) -> dict[str, float]:
+    """The score each kept-weights file (best.pt, best_eval.pt) records of itself, by file name,
+    where it is in ``metric``; files from before they carried one are left out."""
+    out = {}
+    for name in (BEST_NAME, BEST_EVAL_NAME):
+        path = Path(run_dir) / name
+        if not path.is_file():
+            continue
+        try:
+            best = ckpt.load(path).get("best") or {}
+        except ckpt.CheckpointError:
+            continue  # a damaged file is replaced by the next best weights
+        if best.get("metric") == metric and best.get("score") is not None:
+            out[name] = float(best["score"])
+    return out
 
 
 def _restore_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> bool:
