@@ -173,3 +173,47 @@ def test_a_renamed_field_keeps_its_old_flag_file_key_and_saved_value(tmp_path):
     (run / "config.json").write_text(json.dumps(rec))
     res = resolve_config({"resume": str(run)}, hw(2))
     assert res.cfg.run.consolidation_log_interval == 5.0 and res.notes == []
+
+
+def test_resuming_a_run_recorded_before_a_setting_existed_trains_what_it_trained(tmp_path):
+    """A record without bn_targets and quantiles (runs made before they existed trained DQN on
+    running-statistics targets): the resume keeps that, not the Atari preset's QR-DQN on batch
+    targets, and says so for each; a flag still changes what it names."""
+    run = saved_run(tmp_path)
+    rec = json.loads((run / "config.json").read_text())
+    del rec["config"]["bn_targets"], rec["config"]["quantiles"]
+    (run / "config.json").write_text(json.dumps(rec))
+    assert load_preset("atari")["bn_targets"] == "batch" and load_preset("atari")["quantiles"] > 0
+    res = resolve_config({"resume": str(run)}, hw(2))
+    assert res.cfg.learner.bn_targets == "running" and res.cfg.learner.quantiles == 0
+    assert res.changes == []
+    assert any("--bn-targets 'running': the run was recorded before this setting existed" in n for n in res.notes)
+    assert any("--quantiles 0: the run was recorded before" in n for n in res.notes)
+    changed = resolve_config({"resume": str(run), "bn_targets": "batch"}, hw(2))
+    assert changed.changes == ["--bn-targets 'running' -> 'batch' (command line)"]
+
+
+def test_a_mario_run_recorded_when_mario_ignored_noop_starts_resumes_without_them(tmp_path):
+    """Mario honoured --noop-max and --sticky-actions only from commit 12057b4 on: a record made
+    before it that says noop_max 30 trained without no-op starts, and resumes (and plays) so."""
+    from pipeline.settings.layers import MARIO_IGNORED_UNTIL, as_trained, record_predates
+
+    ref = MARIO_IGNORED_UNTIL[0]
+    before = subprocess.run(["git", "rev-parse", f"{ref}^"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    after = subprocess.run(["git", "rev-parse", ref], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    if not before:
+        pytest.skip("this checkout has no history to tell the commits apart")
+    assert record_predates(before, ref) is True and record_predates(after, ref) is False
+    assert record_predates("not-a-commit", ref) is None
+    flat = Config.of(env="SuperMarioBros-1-1-v0", noop_max=30).flat()
+    run = tmp_path / "mario"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(b"x")
+    cfg = Config.of(env="SuperMarioBros-1-1-v0", noop_max=30, run_dir=str(run))
+    (run / "config.json").write_text(json.dumps({"config": cfg.flat(), "git_commit": before}))
+    res = resolve_config({"resume": str(run)}, hw(2))
+    assert res.cfg.env_options.noop_max == 0
+    assert any("--noop-max 0: the record says 30, which Mario ignored" in n for n in res.notes)
+    (run / "config.json").write_text(json.dumps({"config": cfg.flat(), "git_commit": after}))
+    assert resolve_config({"resume": str(run)}, hw(2)).cfg.env_options.noop_max == 30
+    assert as_trained(flat, before, "ALE/Pong-v5")[0] == {}  # Atari always honoured them

@@ -16,7 +16,7 @@ from config_optimized import FIELDS, Config
 from models import build_model
 
 from ..records import checkpoint as ckpt
-from ..settings.layers import flatten
+from ..settings.layers import as_trained, flatten
 
 
 @dataclasses.dataclass
@@ -98,6 +98,18 @@ def weights_file(checkpoint: str | Path) -> Path:
     return path / CHECKPOINT_NAME if path.is_dir() else path
 
 
+def recorded_commit(folder: Path) -> str | None:
+    """The commit the run record in ``folder`` (config.json) names, if there is one."""
+    import json
+
+    from ..records.files import RECORD_NAME
+
+    try:
+        return json.loads((folder / RECORD_NAME).read_text()).get("git_commit")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def weights_digest(checkpoint: str | Path) -> str:
     """SHA-256 of the checkpoint file: what ties an evaluation to the weights it played (file
     times do not: os.replace keeps a file's mtime from when it was written)."""
@@ -141,7 +153,10 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     if digest and weights_digest(checkpoint) != digest:
         raise ckpt.CheckpointError(f"checkpoint {checkpoint} was replaced while it was being read (a run is saving "
                                    "it); evaluate it again")
-    cfg = Config.of(**{k: v for k, v in flatten(state["config"]).items() if k in FIELDS})
+    saved = {k: v for k, v in flatten(state["config"]).items() if k in FIELDS}
+    # played as the run trained: what a record from before a setting existed leaves out is filled in
+    fills, _ = as_trained(saved, recorded_commit(weights_file(checkpoint).parent), saved.get("env", Config.env))
+    cfg = Config.of(**{**saved, **fills})
     meta = state["meta"]
     opts = dataclasses.replace(cfg.env_options, episodic_life=False, clip_rewards=False)
     env = make_env(cfg.env, opts, render_mode="rgb_array" if video else None)

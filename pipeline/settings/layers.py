@@ -91,14 +91,80 @@ def read_config_file(path: str | Path) -> dict:
     return {k: _typed(k, v, f"--config {path}") for k, v in data.items()}
 
 
+# A run record lacks the fields added after its run started. Such a run trained as the code did
+# before the field existed, which is the field's Config default unless listed here (where the
+# default has moved since); never the game preset's or the profile's value, which may differ
+# (the Atari preset trains QR-DQN on batch-normalized targets; a run recorded before either
+# existed trained neither).
+BEFORE_IT_EXISTED = {"bn_targets": "running", "quantiles": 0}
+# Settings a Mario run recorded but ignored before the commit that made Mario honour them.
+MARIO_IGNORED_UNTIL = ("12057b4", {"noop_max": 0, "sticky_actions": 0.0})
+NOT_RECORDED = ("profile",)  # resolved apart: the saved profile name, else this machine's
+
+
+def record_predates(commit: str | None, ref: str) -> bool | None:
+    """Whether the recorded commit comes before ``ref`` in this checkout's history: True, False,
+    or None when git cannot tell (no git, a shallow clone, a commit it does not have)."""
+    import subprocess
+
+    from ..records.record import ROOT
+
+    commit = (commit or "").split(" ")[0]
+    if len(commit) < 7 or not all(c in "0123456789abcdef" for c in commit):
+        return None
+    try:
+        out = subprocess.run(["git", "merge-base", "--is-ancestor", commit, f"{ref}^"], cwd=ROOT,
+                             capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {0: True, 1: False}.get(out.returncode)
+
+
+def as_trained(saved: dict, commit: str | None, env: str) -> tuple[dict, list[str]]:
+    """The values a recorded run trained with that its record does not say: each field added
+    since takes the value the code used before it existed; Mario's no-op starts and sticky actions
+    recorded before Mario honoured them take 0. Returns (those values, a note for each)."""
+    from wrappers.registry import is_mario
+
+    fills, notes = {}, []
+    for k in FIELDS:
+        if k in saved or k in RUN_CONTROL or k in NOT_RECORDED:
+            continue
+        fills[k] = BEFORE_IT_EXISTED.get(k, field_defaults()[k])
+        notes.append(f"{_flag(k)} {fills[k]!r}: the run was recorded before this setting existed and trained as "
+                     f"{fills[k]!r} does")
+    ref, ignored = MARIO_IGNORED_UNTIL
+    if is_mario(env) and any(saved.get(k) not in (None, v) for k, v in ignored.items()):
+        before = record_predates(commit, ref)
+        for k, v in ignored.items():
+            if saved.get(k) in (None, v):
+                continue
+            if before:
+                fills[k] = v
+                notes.append(f"{_flag(k)} {v!r}: the record says {saved[k]!r}, which Mario ignored when the run "
+                             f"started (commit {(commit or '').split(' ')[0][:10]}, before {ref}); kept as it trained")
+            elif before is None:
+                notes.append(f"{_flag(k)} {saved[k]!r}: kept as recorded, but git cannot tell whether the run's commit "
+                             f"predates {ref}, before which Mario ignored it")
+    return fills, notes
+
+
+def field_defaults() -> dict:
+    """Each field's Config default (what the code does when nothing sets it)."""
+    d = Config()
+    return {k: d.get(k) for k in FIELDS}
+
+
 def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
-    """The config a run started with (its config.json), without the run-control fields, and notes
-    on saved fields this version drops; empty for runs made before run records existed."""
+    """The config a run trained with (its config.json, completed by ``as_trained`` where the
+    record predates a field), without the run-control fields, and notes on what was completed or
+    dropped; empty for runs made before run records existed."""
     path = run_dir / RECORD_NAME
     if not path.is_file():
         return {}, []
     try:
-        saved = json.loads(path.read_text())["config"]
+        record = json.loads(path.read_text())
+        saved = record["config"]
         if not isinstance(saved, dict):
             raise TypeError("'config' is not a table")
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
@@ -106,8 +172,9 @@ def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
                           "it and resume with every setting on the command line") from None
     names = set(FIELDS)
     values, notes = {}, []
-    # fields added since the run started keep this version's defaults; removed or retyped ones go
-    for k, v in flatten(saved).items():
+    # removed or retyped fields go (named); fields added since take what the run trained with
+    flat = flatten(saved)
+    for k, v in flat.items():
         if k in RUN_CONTROL:
             continue
         try:
@@ -116,6 +183,10 @@ def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
             values[k] = _typed(k, v, str(path))
         except ConfigError as e:
             notes.append(f"Resumed run: saved setting {k} = {v!r} dropped ({e})")
+    fills, why = as_trained({k: v for k, v in flat.items() if k in names}, record.get("git_commit"),
+                            values.get("env", Config.env))
+    values.update(fills)
+    notes += [f"Resumed run: {n}" for n in why]
     return values, notes
 
 
