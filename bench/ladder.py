@@ -28,6 +28,13 @@ BENCH_RUN = dict(learning_starts=2_000, buffer_size=50_000, total_steps=10**12, 
                  tensorboard=False, consolidation_log_interval=1e9, epoch_steps=10**9, seed=1)
 
 
+def compile_at_once(learner) -> None:
+    """A "compile" row's learner compiles at its first update, not at update 2,000 (past most
+    rows' end), and the row measures once that update is behind it."""
+    if learner.cfg.compile:
+        learner.compile_after = 0
+
+
 def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     """Rows 4-8 and autotune trials: the real Trainer (collector processes, rings, consolidation,
     replay, learner), measured for ``seconds`` in time windows once the collectors run at the
@@ -55,6 +62,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
         validate(cfg, hw)
         log = open_run(cfg)
         trainer = Trainer(cfg, hw, log)
+        compile_at_once(trainer.learner)
 
         samples = []
 
@@ -67,7 +75,8 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             # gives them (past it they play only what the learner's updates pay for, at its pace),
             # after one window of warm-up, in time windows of window_s.
             head_start = trainer.ratio.start + trainer.ratio.slack
-            while trainer.stop_reason is None and trainer.env_steps() <= head_start:
+            while trainer.stop_reason is None and (trainer.env_steps() <= head_start
+                                                   or not trainer.learner.compile_done):
                 time.sleep(0.05)
             time.sleep(window_s)  # one more window of warm-up
             samples.append(sample())
@@ -88,7 +97,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             "collector_wait": med(lambda w: w["collector_share"]["queue_wait"]),
             "collector_throttled": med(lambda w: w["collector_share"]["throttle"]),
             "drops": samples[-1][5] - samples[0][5], "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
-            "windows": len(win),
+            "windows": len(win), "compiled": trainer.learner.compiled,
             "profile": name, "settings": {k: cfg.get(k) for k in (
                 "model_arch", "amp", "compile", "batch_size", "grad_accum_steps", "num_collectors",
                 "envs_per_collector", "replay_ratio", "learner_threads", "channels_last")}}

@@ -23,14 +23,28 @@ def random_batch(lrn, bs: int) -> dict:
                           "discount": np.full(bs, 0.99, np.float32), "weights": None})
 
 
-def learner_updates_per_s(cfg, n_windows: int) -> float:
-    """Updates/s of the learner alone on one preloaded batch (accumulated grad_accum_steps times)."""
+def timed_learner(cfg, device) -> tuple:
+    """(learner, batch) as a row times them: with --compile the loss is compiled and its first,
+    compiling update has run, so the row measures the compiled update and not eager code or the
+    compile stall (a run compiles only at update 2,000). A compile that fails is an error here, not
+    a row labeled compiled that measured eager code."""
     from pipeline.learner import Learner
 
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    torch._dynamo.reset()
     lrn = Learner(cfg.learner, 4, 6, device)
     b = random_batch(lrn, cfg.learner.batch_size)
+    if cfg.learner.compile:
+        lrn.compile_loss()
+        lrn.update([b] * cfg.learner.grad_accum_steps)
+        if not lrn.compiled:
+            raise RuntimeError(f"torch.compile failed ({lrn.compile_error}); the compiled row cannot be measured")
+    return lrn, b
+
+
+def learner_updates_per_s(cfg, n_windows: int) -> float:
+    """Updates/s of the learner alone on one preloaded batch (accumulated grad_accum_steps times)."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch._dynamo.reset()
+    lrn, b = timed_learner(cfg, device)
 
     def rate():
         t0, n = time.perf_counter(), 0
@@ -40,7 +54,7 @@ def learner_updates_per_s(cfg, n_windows: int) -> float:
         if device.type == "cuda":  # the window ends when the queued GPU work has run
             torch.cuda.synchronize()
         return n / (time.perf_counter() - t0)
-    return windows(rate, n_windows, warmup=3 if cfg.learner.compile else 1)
+    return windows(rate, n_windows, warmup=1)
 
 
 def update_flops(cfg) -> float:

@@ -30,6 +30,8 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if hw.cuda else [])
     torch.set_num_threads(learner_threads(cfg.learner.learner_threads, cfg.collectors.num_collectors, hw))
     learner = Learner(cfg.learner, cfg.env_options.frame_stack, 6, device)
+    if cfg.learner.compile:
+        learner.compile_loss()  # the first warm-up step below compiles: the profile sees the compiled update
     M = cfg.collectors.envs_per_collector
     replay = Replay(20_000, 1, M, cfg.env_options.frame_stack, cfg.replay.n_step, cfg.replay.gamma, seed=0)
     fill_replay(replay, 20_000, M, 0.01, 1000)
@@ -41,6 +43,8 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
             learner.update(batches)
     for _ in range(3):
         learner_step()  # warm-up (and compilation, if on)
+    if cfg.learner.compile and not learner.compiled:
+        raise RuntimeError(f"torch.compile failed ({learner.compile_error}); profile with --compile false")
     with profile(activities=activities) as prof:
         for _ in range(steps):
             learner_step()

@@ -116,6 +116,7 @@ class Learner:
         # walks every module, and a compiled loss would have to guard on it.
         self.argmax_model = self.model if cfg.bn_targets == "batch" else sharing_copy(self.model).eval()
         self.compiled = False  # see compile_due
+        self.compile_after = COMPILE_AFTER_UPDATES  # a benchmark row compiles at once (0), before it measures
         self.compile_error: str | None = None  # why compiling failed at run time (the run trains eagerly)
         self._eager_loss = self.loss
         self._compile_proven = False  # a compiled update has run: compiling can no longer fail
@@ -126,7 +127,13 @@ class Learner:
         """--compile, and the run has trained COMPILE_AFTER_UPDATES updates (a resumed one counts
         its earlier ones): the next update should first compile the loss (compile_loss)."""
         return (self.cfg.compile and not self.compiled and self.compile_error is None
-                and self.updates >= COMPILE_AFTER_UPDATES)
+                and self.updates >= self.compile_after)
+
+    @property
+    def compile_done(self) -> bool:
+        """The compiled loss has run an update (the compile is behind us), or it failed and the
+        learner trains eagerly: either way no compile stall is ahead."""
+        return self._compile_proven or self.compile_error is not None
 
     def compile_loss(self) -> None:
         """From the next update on, the targets, Q(s) and the loss run as one torch.compile graph,

@@ -165,3 +165,36 @@ def test_learner_share_times_each_condition_interleaved():
         assert r["ms_per_update"] > 0 and abs(r["updates_per_s"] * r["ms_per_update"] - 1000) < 1e-6
     assert res["rows"][0]["share_of_alone"] == 1.0
     assert not mp.active_children() and not [t for t in threading.enumerate() if t.name == "prefetch"]
+
+
+def test_a_compile_row_times_a_compiled_learner_past_its_compile(monkeypatch):
+    """Rows labeled compile: the learner-alone rows get a learner whose loss is compiled and whose
+    compiling update has run before any window; a pipeline row's learner compiles at its first
+    update (a run waits 2,000 updates, past most rows' end). torch.compile is stood in for by a
+    wrapper that records its calls, so the test needs no compiler and no compile time."""
+    import torch
+
+    from bench.ladder import compile_at_once
+    from bench.learner_grid import timed_learner
+    from config_optimized import Config
+    from pipeline.learner import COMPILE_AFTER_UPDATES, Learner
+
+    calls = []
+
+    def fake_compile(fn, **kw):
+        def compiled(*a, **k):
+            calls.append("call")
+            return fn(*a, **k)
+        compiled._torchdynamo_orig_callable = fn
+        return compiled
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    cfg = Config.of(compile=True, amp=False)
+    lrn, _ = timed_learner(cfg, torch.device("cpu"))
+    assert hasattr(lrn.loss, "_torchdynamo_orig_callable") and lrn.compiled and lrn.compile_done
+    assert calls == ["call"] and lrn.updates == 1  # compiled and run once, before the row's windows
+    eager, _ = timed_learner(Config.of(compile=False, amp=False), torch.device("cpu"))
+    assert not eager.compiled and eager.updates == 0
+    row = Learner(cfg.learner, 4, 6, torch.device("cpu"))
+    assert not row.compile_due() and row.compile_after == COMPILE_AFTER_UPDATES
+    compile_at_once(row)
+    assert row.compile_due() and not row.compile_done
