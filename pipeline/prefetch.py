@@ -19,6 +19,7 @@ class Prefetcher(threading.Thread):
         # one (_first_sample), and the trainer keeps its health checks going instead of blocking.
         self.ready = threading.Event()
         self.error: BaseException | None = None
+        self.looks = 0  # times _first_sample has read the replay and found no batch to serve yet
 
     def run(self) -> None:
         try:
@@ -53,6 +54,7 @@ class Prefetcher(threading.Thread):
                     # make it likelier to succeed; above a quarter it fails about never (0.75^100).
                     if 4 * valid >= stored:
                         raise
+            self.looks += 1
             time.sleep(0.01)
         return None
 

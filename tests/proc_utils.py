@@ -84,7 +84,11 @@ def read_until(proc, needle, lines, timeout=180):
     return False
 
 
-def check_clean(proc, mark):
-    time.sleep(0.5)
+def check_clean(proc, mark, within_s: float = 5.0):
+    """Every process of the run gone and its shared memory unlinked, polled up to ``within_s``
+    (children reaped by init after the run's exit take a moment to leave /proc)."""
+    deadline = time.time() + within_s
+    while (marked_processes(mark) or segments(proc.pid)) and time.time() < deadline:
+        time.sleep(0.02)
     assert marked_processes(mark) == [], "a collector outlived the run"
     assert segments(proc.pid) == [], "shared memory left in /dev/shm"

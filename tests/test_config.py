@@ -82,8 +82,22 @@ def test_cuda_device_without_cuda():
 
 
 def test_defaults_validate_on_this_machine():
-    cfg, machine, _ = build_config({})
-    validate(cfg, machine)
+    """What `python mario_rl_optimized.py` with no options trains here: Mario 1-1 with the Mario
+    preset over this machine's profile, on the CPU without CUDA, compiled only where bf16 pays and a
+    compiler is there, and nothing about it refused."""
+    from config_optimized import autotuned_path
+    from presets import load_preset
+
+    cfg, machine, profile = build_config({})
+    assert cfg.env == "SuperMarioBros-1-1-v0"
+    for key, value in load_preset("mario").items():
+        if not (profile == "autotuned" and key in ("num_collectors", "envs_per_collector", "learner_threads")):
+            assert cfg.get(key) == value, key
+    assert profile == ("autotuned" if autotuned_path("mario").exists() else pick_profile(machine))
+    if profile.startswith("cpu"):  # bf16 and the compiled loss only where they pay and can build
+        assert cfg.learner.amp == machine.bf16_pays
+        assert cfg.learner.compile == (machine.bf16_pays and machine.cpp_compiler)
+    assert isinstance(validate(cfg, machine), list)
 
 
 def test_config_script_prints_hardware_profile_and_config():

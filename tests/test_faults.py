@@ -160,7 +160,9 @@ def test_signal_stops_with_checkpoint_and_cleans_up(tmp_path, sig):
     run_dir, mark, lines = tmp_path / "run", uuid.uuid4().hex, []
     proc = start([*CATCH, "--run-dir", str(run_dir), "--total-steps", "1000000000"], mark)
     assert read_until(proc, "Learning starts", lines)
-    time.sleep(2)
+    while read_until(proc, "[MAIN] Epoch", lines) and "Loss: n/a" in lines[-1]:
+        pass  # an epoch line with a loss: the learner has trained
+    assert "Loss: n/a" not in lines[-1], "".join(lines)
     out = _stop(proc, lines, sig)
     assert proc.returncode == 0, out[-3000:]
     assert f"Stopped ({sig.name})" in out

@@ -251,13 +251,22 @@ def test_the_first_batch_waits_until_the_replay_can_serve_one(prioritized):
     replay = Replay(streams * 12, 1, streams, 4, 3, 0.99, prioritized=prioritized, seed=0)
     prefetcher = Prefetcher(replay, _OnHost(), 32, 2)
     prefetcher.start()
+    def looked_again():
+        """Poll until the prefetcher has read the replay as it is now (twice: a look that began
+        before the last write may have missed it) and found no batch to serve."""
+        seen = prefetcher.looks
+        deadline = time.time() + 10
+        while prefetcher.looks < seen + 2 and time.time() < deadline and prefetcher.error is None:
+            time.sleep(0.005)
+        return prefetcher.looks >= seen + 2
+
     try:
         for step in range(3):  # empty, then 1 and 2 records a stream: nothing to sample yet
-            time.sleep(0.2)
+            assert looked_again(), prefetcher.error
             assert prefetcher.error is None and prefetcher.is_alive(), prefetcher.error
             assert prefetcher.queue.empty()
             _one_step_of_every_env(replay, streams, step)
-        time.sleep(0.2)  # 3 records a stream
+        assert looked_again(), prefetcher.error  # 3 records a stream
         assert prefetcher.error is None and prefetcher.queue.empty()
         _one_step_of_every_env(replay, streams, 3)  # 4: each stream's first record can be sampled
         batch = prefetcher.get(timeout=10)
@@ -278,7 +287,10 @@ def test_a_prefetcher_waiting_for_the_replay_stops_when_asked():
 
     prefetcher = Prefetcher(Replay(64 * 12, 1, 64, 4, 3, 0.99), _OnHost(), 32, 2)
     prefetcher.start()
-    time.sleep(0.1)
+    deadline = time.time() + 10
+    while prefetcher.looks == 0 and time.time() < deadline:  # it is waiting for the replay
+        time.sleep(0.005)
+    assert prefetcher.looks > 0 and prefetcher.queue.empty()
     prefetcher.stop_event.set()
     prefetcher.join(timeout=2)
     assert not prefetcher.is_alive() and prefetcher.error is None

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,10 +36,19 @@ def _learner_stand_in(spec, ring_name, control_name, n_weights, pids):
     """The learner's part in a collector's life: start it, then nothing (the test kills this)."""
     ctx = mp.get_context("fork")
     start = CollectorStart(0, spec, ring_name, control_name, n_weights, os.getpid())
-    p = ctx.Process(target=run_collector, args=(start, ctx.Queue()), daemon=True)
+    p = ctx.Process(target=run_collector, args=(start, ctx.Pipe(duplex=False)[1]), daemon=True)
     p.start()
     pids.put(p.pid)
     time.sleep(600)
+
+
+def _cpu_ticks(pid: int) -> int:
+    """The process's user + system CPU time in clock ticks, from /proc (-1 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return -1
+    return int(fields[11]) + int(fields[12])
 
 
 def _wait_for(condition, timeout=30.0) -> bool:
@@ -73,7 +83,13 @@ def test_collector_leaves_each_wait_when_its_learner_dies(wait):
         learner.start()
         collector = pids.get(timeout=30)
         if wait == "weights":
-            time.sleep(1.0)  # nothing to see from outside: it builds its envs, then waits
+            # it builds its envs, then waits: seen from outside as CPU time that stops growing
+            ticks = collections.deque(maxlen=30)  # 0.3 s without a CPU tick: waiting
+
+            def idle():
+                ticks.append(_cpu_ticks(collector))
+                return len(ticks) == ticks.maxlen and len(set(ticks)) == 1
+            assert _wait_for(idle), "the collector never settled into its wait for weights"
         elif wait == "allowance":
             assert _wait_for(lambda: block.played >= block.allowed), "the collector never played its step"
         else:
