@@ -11,7 +11,7 @@ def _obs(b=8, seed=0):
     return torch.from_numpy(np.random.default_rng(seed).integers(0, 256, (b, 4, 84, 84), dtype=np.uint8))
 
 
-@pytest.mark.parametrize("arch", ["batchnorm", "nature"])
+@pytest.mark.parametrize("arch", ["batchnorm", "nature", "impala", "impala-s"])
 @pytest.mark.parametrize("dueling", [False, True])
 def test_q_values_shape(arch, dueling):
     model = build_model(arch, 4, 6, dueling)
@@ -83,3 +83,21 @@ def test_torch_compile_matches_eager():
     m = BatchNormDQN(4, 6).eval()
     x = _obs()
     assert torch.allclose(torch.compile(m)(x), m(x), atol=1e-4)
+
+
+def test_impala_networks_cost_what_their_docs_say_and_start_as_shallow_stacks():
+    """Multiply-adds per frame stack against the Nature stack (the trade on a CPU learner), and
+    each residual block the identity at its start (its last BatchNorm scale is zero)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from models.dqn import _Residual
+
+    def flops(arch):
+        with FlopCounterMode(display=False) as fc:
+            build_model(arch, 4, 6).atoms(_obs(4))
+        return fc.get_total_flops()
+    base = flops("batchnorm")
+    assert 5.5 < flops("impala") / base < 6.1 and 1.4 < flops("impala-s") / base < 1.7
+    block = _Residual(16).eval()
+    x = torch.randn(2, 16, 21, 21)
+    assert torch.equal(block(x), x)

@@ -8,6 +8,7 @@ import platform
 from pathlib import Path
 
 from config_optimized import COLLECTOR_BYTES, FIELDS, FRAME_BYTES, REPLAY_META_BYTES, Config, ConfigError
+from models.dqn import BATCHNORM_MODELS
 
 from ..ratio import ReplayRatio
 from .hardware import Hardware, resolve_device
@@ -103,7 +104,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("lr", "must be positive")
     if not (opts.sticky_actions == -1.0 or 0 <= opts.sticky_actions < 1):
         bad("sticky_actions", "must be -1 (env default) or in [0, 1): at 1 the first action would repeat forever")
-    if lrn.model_arch == "batchnorm" and lrn.batch_size < 2:
+    if lrn.model_arch in BATCHNORM_MODELS and lrn.batch_size < 2:
         bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
     if lrn.batch_size > rep.buffer_size:
         bad("batch_size", f"is larger than --buffer-size {rep.buffer_size}; lower the batch or raise the buffer")
@@ -155,7 +156,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     elif lrn.amp and device == "cpu" and not hw.bf16_pays:
         warnings.append(f"--amp on this CPU: a bf16 learner step measured {hw.cpu_bf16_speedup:.2f}x the speed of "
                         "fp32 here; --amp false trains faster")
-    if lrn.model_arch == "batchnorm" and lrn.batch_size < 16:
+    if lrn.model_arch in BATCHNORM_MODELS and lrn.batch_size < 16:
         warnings.append(f"batch_size {lrn.batch_size} < 16: BatchNorm statistics over so few samples are noisy")
     if col.num_collectors > max(1, hw.cores - 1):
         warnings.append(f"{col.num_collectors} collector processes and a learner on {hw.cores} cores: each collector "
