@@ -40,6 +40,9 @@ IQM_GAMES = ("BattleZone", "DoubleDunk", "NameThisGame", "Phoenix", "Qbert")
 WINDOW = 250_000           # agent steps per window: one Dopamine iteration
 ANCHORS_PATH = Path(__file__).with_name("atari_anchors.json")
 SUITE_FILE = "suite.json"  # the suite's options, so a rerun with other options is refused, not mixed in
+# A finished game's counters, beside its run: the report and a rerun need only this, episodes.jsonl
+# and config.json, so a finished suite can be kept (docs/data) without its checkpoints and replays.
+GAME_FILE = "suite_game.json"
 REPORT_NAMES = ("suite_report.json", "suite_report.md", "suite_report.png")
 # Options the suite sets itself for every game.
 OWN_FLAGS = ("--env", "--total-steps", "--run-dir", "--resume", "--time-limit", "--target-score", "--overwrite")
@@ -95,6 +98,10 @@ def game_state(run_dir: Path, steps: int, minutes: float | None) -> tuple[str, d
 
     path = run_dir / CHECKPOINT_NAME
     if not path.is_file():
+        if (run_dir / GAME_FILE).is_file():  # a finished game kept without its checkpoint
+            counters = json.loads((run_dir / GAME_FILE).read_text())["counters"]
+            if counters.get("env_steps", 0) >= steps or (minutes and counters.get("wall_s", 0.0) >= minutes * 60):
+                return "done", counters
         return "new", {}
     counters = ckpt.load(path).get("counters", {})
     if counters.get("env_steps", 0) >= steps or (minutes and counters.get("wall_s", 0.0) >= minutes * 60):
@@ -141,21 +148,37 @@ def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | No
     for env in SUITES[suite]:
         run_dir = suite_dir / game_name(env)
         state, counters = game_state(run_dir, steps, minutes)
+        if state != "done":
+            cmd = game_command(env, run_dir, state, train_args, steps, minutes)
+            print(f"[SUITE] {env}: {'resumed at ' + format(counters.get('env_steps', 0), ',') + ' agent steps' if state == 'resume' else 'started'}: "
+                  f"{' '.join(cmd[1:])}", flush=True)
+            code, stopped = run_game(cmd)
+            if code != 0:
+                raise RuntimeError(f"{env} exited with code {code}; its log is {run_dir / LOG_NAME}. Run the same "
+                                   "command again to resume the suite where it stopped")
+            if stopped:
+                raise SuiteInterrupted(f"[SUITE] stopped by {stopped} during {env} (its run saved a checkpoint); run "
+                                       "the same command again to resume the suite where it stopped")
+            state, counters = game_state(run_dir, steps, minutes)
+            if state != "done":
+                raise RuntimeError(f"{env} stopped at {counters.get('env_steps', 0):,} agent steps, before --steps "
+                                   f"{steps:,}; its log ({run_dir / LOG_NAME}) says why")
         if state == "done":
+            mark_done(run_dir, env, counters)
             print(f"[SUITE] {env}: done ({counters.get('env_steps', 0):,} agent steps, "
                   f"{counters.get('wall_s', 0) / 60:.1f} min)", flush=True)
-            continue
-        cmd = game_command(env, run_dir, state, train_args, steps, minutes)
-        print(f"[SUITE] {env}: {'resumed at ' + format(counters.get('env_steps', 0), ',') + ' agent steps' if state == 'resume' else 'started'}: "
-              f"{' '.join(cmd[1:])}", flush=True)
-        code, stopped = run_game(cmd)
-        if code != 0:
-            raise RuntimeError(f"{env} exited with code {code}; its log is {run_dir / LOG_NAME}. Run the same "
-                               "command again to resume the suite where it stopped")
-        if stopped:
-            raise SuiteInterrupted(f"[SUITE] stopped by {stopped} during {env} (its run saved a checkpoint); run the "
-                                   "same command again to resume the suite where it stopped")
     return suite_dir
+
+
+def mark_done(run_dir: Path, env: str, counters: dict) -> None:
+    """Record a finished game's counters beside its run (``GAME_FILE``), whole or not at all."""
+    path = run_dir / GAME_FILE
+    if path.is_file():
+        return
+    keep = {k: counters[k] for k in ("env_steps", "wall_s", "episodes", "samples_trained") if k in counters}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"env": env, "counters": keep}, indent=1))
+    os.replace(tmp, path)
 
 
 class SuiteInterrupted(Exception):
@@ -246,6 +269,8 @@ def suite_report(suite_dir: str | Path) -> dict:
         counters = {}
         if (run_dir / CHECKPOINT_NAME).is_file():
             counters = ckpt.load(run_dir / CHECKPOINT_NAME).get("counters", {})
+        elif (run_dir / GAME_FILE).is_file():
+            counters = json.loads((run_dir / GAME_FILE).read_text())["counters"]
         done = max(counters.get("env_steps", 0), rows[-1]["env_steps"] if rows else 0)
         points = [(r["env_steps"], r["wall_s"]) for r in rows]
         if counters:

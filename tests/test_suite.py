@@ -147,6 +147,7 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path):
     assert "tests.catch_env:CountingCatch-v0: started" in out
     for name in ("Catch", "CountingCatch"):
         assert S.game_state(suite_dir / name, 1500, None)[0] == "done"
+        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["counters"]["env_steps"] >= 1500
     rep = json.loads((suite_dir / "suite_report.json").read_text())
     assert all(g["windows"][0]["games"] > 0 for g in rep["games"].values())
 
@@ -158,3 +159,14 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path):
         time.sleep(0.1)
     assert marked_processes(mark) == [], "a process of the suite outlived it"
     assert set(Path("/dev/shm").glob("dqnrl_*")) <= before, "shared memory left in /dev/shm"
+
+
+def test_a_finished_game_kept_without_its_checkpoint_counts_as_done(tmp_path):
+    """A finished suite kept as its records (episodes, config, the game's counters; no checkpoint
+    or replay) is read and continued, not trained again."""
+    run = tmp_path / "BattleZone"
+    run.mkdir()
+    assert S.game_state(run, 500_000, None)[0] == "new"
+    S.mark_done(run, "ALE/BattleZone-v5", {"env_steps": 500_004, "wall_s": 1500.0, "episodes": 300})
+    assert S.game_state(run, 500_000, None) == ("done", {"env_steps": 500_004, "wall_s": 1500.0, "episodes": 300})
+    assert S.game_state(run, 1_000_000, None)[0] == "new"  # a longer suite trains it again from the start
