@@ -305,7 +305,7 @@ def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
         # is not measured yet. Its CPU code generation needs a C++ compiler.
         over["compile"] = hw.bf16_pays and hw.cpp_compiler
     if name == "cpu-small":
-        from wrappers.registry import is_mario
+        from presets import is_mario
 
         # The NES emulator keeps a Mario collector busy on its core (94% of its time), so there the
         # learner takes only the cores left; two threads slowed Mario from ~195 to ~125 env steps/s.

@@ -10,10 +10,10 @@ import signal
 import time
 from pathlib import Path
 
-from config_optimized import Config
+from config_optimized import Config, ConfigError
 
 from . import shm
-from .distributed.cluster import RayClusterError
+from .distributed.errors import RayClusterError
 from .learner import TrainingDiverged, flush_denormals
 from .records import checkpoint as ckpt
 from .records.files import BEST_NAME, CHECKPOINT_NAME, METRICS_NAME, RECORD_NAME
@@ -49,6 +49,13 @@ def prepare_run(args):
     res = resolve_config(args)
     cfg, hw = resolve_run_dir(res.cfg), res.hw
     notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes
+    if cfg.collectors.ray_collectors:  # the head must answer before anything starts
+        from .distributed.cluster import check_reachable
+
+        try:
+            check_reachable(cfg.collectors.ray_address)
+        except RayClusterError as e:
+            raise ConfigError(f"--ray-address {cfg.collectors.ray_address!r}: {e}") from None
     if cfg.run.resume:
         check_resume(cfg)
         if res.changes is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from .collector import CollectorSpec, CollectorStart, run_collector
+from .distributed.errors import RayClusterError
 from .distributed.no_ray import NoRayCollectors
 
 
@@ -81,8 +82,6 @@ class Collectors:
             self.log(f"[MAIN] Restarting collector {i} (restart {self.restarts}/{limit})")
             self._start(i)
         if self.remote.error:
-            from .distributed.cluster import RayClusterError
-
             if isinstance(self.remote.error, RayClusterError):  # one line for the user: the message says it all
                 raise self.remote.error
             raise RuntimeError("the Ray intake thread failed") from self.remote.error

@@ -13,11 +13,15 @@ FAMILIES = ("atari", "mario")
 HERE = Path(__file__).resolve().parent
 
 
+def is_mario(env_id: str) -> bool:
+    """A Super Mario Bros id (SuperMarioBros-1-1-v0, SuperMarioBros-v0, ...): a name test, here
+    in layer 0 so the config and the presets can tell the families apart without the wrappers."""
+    return env_id.startswith("SuperMarioBros")
+
+
 def family_of(env_id: str) -> str:
     """The preset family of an env id: Mario ids are "mario"; ALE ids and module:EnvId pixel
     games get the Atari recipe."""
-    from wrappers.registry import is_mario
-
     return "mario" if is_mario(env_id) else "atari"
 
 

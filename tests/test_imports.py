@@ -46,6 +46,7 @@ LAYERS = {
     "pipeline.ratio": 2,
     "pipeline.learner": 2,
     "pipeline.distributed.no_ray": 2,  # the data path's stand-in for Ray's intake: imports nothing
+    "pipeline.distributed.errors": 2,  # the Ray error the data path catches, apart from the code that talks to Ray
     # 3: run records, evaluation, configuration
     "pipeline.records": 3,
     "pipeline.evaluation": 3,
@@ -95,13 +96,39 @@ def module_level_imports(tree: ast.Module):
             todo += node.body
 
 
-def import_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
-    """module -> the project modules it imports at module level."""
+def all_imports(tree: ast.Module):
+    """Every import statement, in functions too (they run on use, and still tie the modules
+    together), but not those under ``if TYPE_CHECKING:`` (annotations only)."""
+    todo = list(ast.iter_child_nodes(tree))
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo += node.orelse
+        else:
+            todo += list(ast.iter_child_nodes(node))
+
+
+# Imports that go up the layers or close a circle, inside functions, on purpose: each named with
+# why. The entry points load what they run only when asked (``python config_optimized.py`` shows
+# the resolved config through pipeline.settings.layers, which imports the config).
+LAZY_ALLOWED = {
+    ("config_optimized", "pipeline.settings.layers"): "the entry point `python config_optimized.py` (show)",
+    # The bf16 probe (a few training steps of the default network, cached per CPU model) runs
+    # while the hardware is detected; it belongs to the learner's start-up.
+    ("pipeline.settings.hardware", "models"): "the bf16 probe builds the default network",
+    ("pipeline.settings.hardware", "pipeline.records.record"): "the bf16 probe caches its result",
+}
+
+
+def import_graph(mods: dict[str, Path], imports=module_level_imports) -> dict[str, set[str]]:
+    """module -> the project modules it imports (``imports``: at module level, or all)."""
     graph = {}
     for name, path in mods.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges = set()
-        for node in module_level_imports(ast.parse(path.read_text(), str(path))):
+        for node in imports(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -212,3 +239,54 @@ def test_relative_imports_resolve_to_the_modules_they_load():
     assert "pipeline.transition" in graph["pipeline.replay.sampler"]  # from ..transition import LAST
     assert "pipeline.records.checkpoint" in graph["pipeline.run"]      # from .records import checkpoint as ckpt
     assert "pipeline.shm" in graph["pipeline.run"]                     # from . import shm
+
+
+def upward(graph: dict[str, set[str]], allowed=()) -> list[str]:
+    return sorted(f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
+                  for m, targets in graph.items() for t in targets
+                  if None not in (layer_of(m), layer_of(t)) and layer_of(t) > layer_of(m) and (m, t) not in allowed)
+
+
+def function_level_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Every import, functions included, less the named lazy loads."""
+    graph = import_graph(mods, all_imports)
+    return {m: {t for t in targets if (m, t) not in LAZY_ALLOWED} for m, targets in graph.items()}
+
+
+def test_imports_inside_functions_go_down_the_layers_too():
+    bad = upward(function_level_graph(project_modules()))
+    assert not bad, "imports (in functions too) from a lower layer to a higher one:\n  " + "\n  ".join(bad)
+
+
+def test_no_import_circle_inside_functions_either():
+    cycles = find_cycles(function_level_graph(project_modules()))
+    assert not cycles, "import circles (in functions too):\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
+
+
+def test_every_allowed_lazy_import_is_still_there():
+    """An allow-list entry whose import has gone is removed, so the list stays what it says."""
+    graph = import_graph(project_modules(), all_imports)
+    gone = [pair for pair in LAZY_ALLOWED if pair[1] not in graph.get(pair[0], set())]
+    assert not gone, f"allowed lazy imports that no longer exist (drop them from LAZY_ALLOWED): {gone}"
+
+
+def test_the_checks_find_each_kind_of_fault(tmp_path):
+    """A module-level and a function-level upward import, and a circle closed inside a function,
+    in a made-up tree: each check must name it."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("")
+    (tmp_path / "models" / "top.py").write_text("import pipeline.run\n")                  # 1 -> 4, module level
+    (tmp_path / "models" / "lazy.py").write_text("def f():\n    import pipeline.run\n")    # 1 -> 4, in a function
+    (tmp_path / "models" / "a.py").write_text("import models.b\n")
+    (tmp_path / "models" / "b.py").write_text("def g():\n    import models.a\n")          # a -> b -> a
+    (tmp_path / "models" / "typed.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pipeline.run\n")  # annotations: fine
+    (tmp_path / "pipeline").mkdir()
+    (tmp_path / "pipeline" / "run.py").write_text("")
+    mods = {"models": tmp_path / "models" / "__init__.py", "pipeline.run": tmp_path / "pipeline" / "run.py",
+            **{f"models.{n}": tmp_path / "models" / f"{n}.py" for n in ("top", "lazy", "a", "b", "typed")}}
+    assert upward(import_graph(mods)) == ["models.top (layer 1) imports pipeline.run (layer 4)"]
+    assert upward(import_graph(mods, all_imports)) == ["models.lazy (layer 1) imports pipeline.run (layer 4)",
+                                                       "models.top (layer 1) imports pipeline.run (layer 4)"]
+    assert find_cycles(import_graph(mods)) == []
+    assert find_cycles(import_graph(mods, all_imports)) == [["models.a", "models.b", "models.a"]]

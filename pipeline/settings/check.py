@@ -65,13 +65,6 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("ray_collectors", "needs a cluster to start them in: add --ray-address HOST:PORT (or auto)")
     if col.ray_address and not col.ray_collectors:
         bad("ray_address", "starts no remote collector while --ray-collectors is 0; add --ray-collectors N")
-    if col.ray_collectors:
-        from ..distributed.cluster import RayClusterError, check_reachable
-
-        try:
-            check_reachable(col.ray_address)
-        except RayClusterError as e:
-            bad("ray_address", str(e))
     if cfg.device == "cuda" and not hw.cuda:
         bad("device", "CUDA is not available on this machine; use --device cpu (or auto)")
     if cfg.device == "mps" and not hw.mps:
