@@ -75,8 +75,11 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             # gives them (past it they play only what the learner's updates pay for, at its pace),
             # after one window of warm-up, in time windows of window_s.
             head_start = trainer.ratio.start + trainer.ratio.slack
+            give_up = time.perf_counter() + 600  # a row that never reaches its window fails, not hangs
             while trainer.stop_reason is None and (trainer.env_steps() <= head_start
                                                    or not trainer.learner.compile_done):
+                if time.perf_counter() > give_up:
+                    return  # no samples: the row reports that it ended before a measuring window
                 time.sleep(0.05)
             time.sleep(window_s)  # one more window of warm-up
             samples.append(sample())

@@ -285,8 +285,7 @@ def suite_report(suite_dir: str | Path) -> dict:
                 record = json.load(f)
         games[name] = {"env": env, "random": a["random"], "human": a["human"], "windows": wins,
                        "agent_steps": done, "minutes": counters.get("wall_s", 0) / 60 if counters else None,
-                       "anchors": a["dopamine"], "machine": record.get("hardware", {}).get("cpu_model")
-                       or record.get("hardware", {}).get("cpu")}
+                       "anchors": a["dopamine"], "trained_on": trained_on(record)}
     n_windows = max((len(g["windows"]) for g in games.values()), default=0)
     agents = list(anchors["games"][IQM_GAMES[0]]["dopamine"])
     iqms = []
@@ -306,6 +305,19 @@ def suite_report(suite_dir: str | Path) -> dict:
         iqms.append(row)
     return {"suite": options["suite"], "options": options, "window": WINDOW, "games": games, "iqm": iqms,
             "agents": agents, "anchor_source": anchors["dopamine"]["source"], "machine": machine()}
+
+
+def trained_on(record: dict) -> str | None:
+    """The machine, precision and commit of a game's run, from its config.json (the first start's,
+    where a resume ran elsewhere)."""
+    if not record:
+        return None
+    first = (record.get("previous") or [record])[0]
+    cfg, hw = first.get("config", {}), first.get("hardware", {})
+    precision = ("fp16" if hw.get("cuda") else "bf16") if cfg.get("amp") else "fp32"
+    commit = str(first.get("git_commit", "?"))
+    return (f"{first.get('hardware_summary', '?').split('; RAM')[0]}, {precision}, profile {first.get('profile')}, "
+            f"commit {commit[:7]}" + (" (with uncommitted changes)" if "uncommitted" in commit else ""))
 
 
 def _fmt(x: float | None) -> str:
@@ -347,6 +359,12 @@ def report_markdown(rep: dict) -> str:
         lines.append(f"Window {spans[i]}: ours above CNN QR-DQN on {len(wins)} of {played} finished Atari-5 games"
                      + (f" ({', '.join(wins)})" if wins else "") + ".")
     lines.append("")
+    machines: dict[str, list[str]] = {}
+    for name, g in rep["games"].items():
+        if g.get("trained_on"):
+            machines.setdefault(g["trained_on"], []).append(name)
+    for where, names in machines.items():
+        lines.append(f"Trained on: {where} ({', '.join(names)}).")
     lines.append(f"Anchors: {rep['anchor_source']} (5 seeds, sticky actions 0.25, full action set).")
     return "\n".join(lines)
 

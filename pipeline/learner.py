@@ -131,9 +131,9 @@ class Learner:
 
     @property
     def compile_done(self) -> bool:
-        """The compiled loss has run an update (the compile is behind us), or it failed and the
-        learner trains eagerly: either way no compile stall is ahead."""
-        return self._compile_proven or self.compile_error is not None
+        """No compile stall is ahead: --compile is off, or the compiled loss has run an update,
+        or compiling failed and the learner trains eagerly."""
+        return not self.cfg.compile or self._compile_proven or self.compile_error is not None
 
     def compile_loss(self) -> None:
         """From the next update on, the targets, Q(s) and the loss run as one torch.compile graph,

@@ -194,6 +194,7 @@ def test_a_compile_row_times_a_compiled_learner_past_its_compile(monkeypatch):
     assert calls == ["call"] and lrn.updates == 1  # compiled and run once, before the row's windows
     eager, _ = timed_learner(Config.of(compile=False, amp=False), torch.device("cpu"))
     assert not eager.compiled and eager.updates == 0
+    assert eager.compile_done  # an eager row's measurement must not wait for a compile that never comes
     row = Learner(cfg.learner, 4, 6, torch.device("cpu"))
     assert not row.compile_due() and row.compile_after == COMPILE_AFTER_UPDATES
     compile_at_once(row)

@@ -25,6 +25,9 @@ class Hardware:
     cpu_bf16_speedup: float = 0.0
     # A C++ compiler on PATH ($CXX, else g++, as inductor looks), which torch.compile's CPU code generation needs.
     cpp_compiler: bool = False
+    # The CPU's family and model numbers ("family 6 model 167"): vendors' model names do not tell
+    # CPU generations apart (a VM's "Intel(R) Xeon(R) Processor"), and figures compare only within one.
+    cpu_id: str = ""
 
     @property
     def bf16_pays(self) -> bool:
@@ -40,7 +43,8 @@ class Hardware:
         if self.cpu_bf16:
             bf16 = (f" (bf16: a learner step {self.cpu_bf16_speedup:.2f}x fp32's speed)" if self.cpu_bf16_speedup
                     else " (bf16)")
-        return (f"CPU: {self.cpu_model}, {self.cores} cores{bf16}; "
+        cpu_id = f" ({self.cpu_id})" if self.cpu_id else ""
+        return (f"CPU: {self.cpu_model}{cpu_id}, {self.cores} cores{bf16}; "
                 f"RAM: {self.ram_bytes / 2**30:.1f} GiB ({self.ram_available_bytes / 2**30:.1f} GiB available); GPU: {gpu}")
 
 
@@ -136,6 +140,16 @@ def _cpu_info() -> tuple[str, bool]:
     return model, bool(flags & {"avx512_bf16", "amx_bf16"})
 
 
+def _cpu_id() -> str:
+    """"family F model M" from /proc/cpuinfo, or "" where it does not say."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    field = {l.split(":", 1)[0].strip(): l.split(":", 1)[1].strip() for l in lines[:30] if ":" in l}
+    return f"family {field['cpu family']} model {field['model']}" if "cpu family" in field and "model" in field else ""
+
+
 def detect_hardware() -> Hardware:
     import torch
 
@@ -153,7 +167,7 @@ def detect_hardware() -> Hardware:
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
     speedup = bf16_speedup(model) if bf16 and not cuda else 0.0
     cxx = shutil.which(os.environ.get("CXX") or "g++") is not None  # what inductor runs: $CXX, else g++
-    return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx)
+    return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx, _cpu_id())
 
 
 def resolve_device(requested: str, hw: Hardware) -> str:
