@@ -308,20 +308,21 @@ def test_denormals_flush_on_every_thread_only_when_set_before_parallel_work():
     assert out == ["True", "False"], out
 
 
-def test_a_compile_that_fails_at_run_time_warns_once_and_trains_on_eagerly(monkeypatch):
+def test_a_compile_that_fails_at_run_time_warns_once_and_trains_on_eagerly():
     """A compiler that passes the start-up check but fails in inductor (here: one that is not
     there): the update that compiles trains eagerly instead, the learner says why once, and later
     updates (and compile_due) stay eager."""
     import torch._inductor.config as inductor
 
-    monkeypatch.setattr(inductor.cpp, "cxx", (None, "/nonexistent/c++"))
     torch._dynamo.reset()
     lrn = _learner(lr=1e-3, compile=True)
     lrn.updates = COMPILE_AFTER_UPDATES
     assert lrn.compile_due()
     lrn.compile_loss()
     before = copy.deepcopy(lrn.model.state_dict())
-    out = lrn.update([lrn.to_device(_batch(32))])
+    with inductor.patch({"cpp.cxx": (None, "/nonexistent/c++")}):  # inductor's own override, undone after
+        out = lrn.update([lrn.to_device(_batch(32))])
+    torch._dynamo.reset()
     assert not out["skipped"] and lrn.updates == COMPILE_AFTER_UPDATES + 1
     after = lrn.model.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before if before[k].is_floating_point())  # it trained

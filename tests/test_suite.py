@@ -121,15 +121,15 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path):
     run cleanly and the suite after it (exit 130, the report still written); the same command
     resumes that game from its checkpoint and plays the second; a third time trains nothing."""
     opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
-    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "1500",
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "2500",
            "--runs-dir", str(tmp_path), *opts]
     mark = uuid.uuid4().hex
     before = set(Path("/dev/shm").glob("dqnrl_*"))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for(mark), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     lines: list[str] = []
-    # SIGTERM at the first game's first epoch line (1,000 of its 1,500 agent steps)
-    assert read_until(proc, "[MAIN] Epoch 1 -", lines), "".join(lines)
+    # SIGTERM as the first game starts learning (~500 of its 2,500 agent steps)
+    assert read_until(proc, "[MAIN] Learning starts", lines), "".join(lines)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     out = "".join(lines) + out
@@ -139,15 +139,15 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path):
     first = suite_dir / "Catch"
     assert not (suite_dir / "CountingCatch").exists()
     assert (suite_dir / "suite_report.md").exists()
-    state, counters = S.game_state(first, 1500, None)
-    assert state == "resume" and 0 < counters["env_steps"] < 1500
+    state, counters = S.game_state(first, 2500, None)
+    assert state == "resume" and 0 < counters["env_steps"] < 2500
 
     out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
     assert f"resumed at {counters['env_steps']:,} agent steps" in out
     assert "tests.catch_env:CountingCatch-v0: started" in out
     for name in ("Catch", "CountingCatch"):
-        assert S.game_state(suite_dir / name, 1500, None)[0] == "done"
-        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["counters"]["env_steps"] >= 1500
+        assert S.game_state(suite_dir / name, 2500, None)[0] == "done"
+        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["counters"]["env_steps"] >= 2500
     rep = json.loads((suite_dir / "suite_report.json").read_text())
     assert all(g["windows"][0]["games"] > 0 for g in rep["games"].values())
 
@@ -167,6 +167,6 @@ def test_a_finished_game_kept_without_its_checkpoint_counts_as_done(tmp_path):
     run = tmp_path / "BattleZone"
     run.mkdir()
     assert S.game_state(run, 500_000, None)[0] == "new"
-    S.mark_done(run, "ALE/BattleZone-v5", {"env_steps": 500_004, "wall_s": 1500.0, "episodes": 300})
-    assert S.game_state(run, 500_000, None) == ("done", {"env_steps": 500_004, "wall_s": 1500.0, "episodes": 300})
+    S.mark_done(run, "ALE/BattleZone-v5", {"env_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
+    assert S.game_state(run, 500_000, None) == ("done", {"env_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
     assert S.game_state(run, 1_000_000, None)[0] == "new"  # a longer suite trains it again from the start
