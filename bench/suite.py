@@ -275,8 +275,9 @@ def suite_report(suite_dir: str | Path) -> dict:
         points = [(r["env_steps"], r["wall_s"]) for r in rows]
         if counters:
             points.append((counters["env_steps"], counters["wall_s"]))
-        wins = window_scores(rows, done)
+        wins = window_scores(rows, min(done, options["steps"]))  # a run overshoots its --steps by a few
         for w in wins:
+            w["complete"] = done >= w["to"]
             w["minutes"] = minutes_at(points, w["to"]) if w["complete"] else None
         a = anchors["games"].get(name, {"random": None, "human": None, "dopamine": {}})
         record = {}
