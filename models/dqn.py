@@ -39,6 +39,16 @@ def _feature_size(features: nn.Module, in_channels: int, frame_size: int) -> int
     return n
 
 
+def _kaiming_init(model: nn.Module) -> None:
+    """Kaiming-normal weights for the ReLU networks' convs and linears, zero biases; BatchNorm
+    keeps its own init (a residual block's last scale stays zero)."""
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+
 class _QHead(nn.Module):
     """Linear head, optionally dueling (Wang et al. 2016): Q = V + A - mean(A). It outputs
     ``n_atoms`` values per action: the Q-value (1), or the quantiles of the return (QR-DQN)."""
@@ -99,11 +109,7 @@ class BatchNormDQN(_PixelDQN):
             nn.Conv2d(64, 64, 3, stride=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
         )
         super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles)
-        for m in self.modules():
-            if isinstance(m, (nn.Conv2d, nn.Linear)):
-                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
+        _kaiming_init(self)
 
 
 class NatureDQN(_PixelDQN):
@@ -155,11 +161,7 @@ class ImpalaDQN(_PixelDQN):
             layers += _impala_stack(c_in, c_out, stride)
         features = nn.Sequential(*layers, nn.ReLU(inplace=True))
         super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles)
-        for m in self.modules():
-            if isinstance(m, (nn.Conv2d, nn.Linear)):
-                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
+        _kaiming_init(self)
 
 
 class StridedImpalaDQN(ImpalaDQN):

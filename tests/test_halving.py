@@ -51,18 +51,23 @@ def test_a_recipe_with_an_unknown_option_is_refused_before_any_run(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def _two_rungs(tmp_path, recipes: str, minutes: float):
+    """``--time-to-score --quick --halving`` over ``recipes`` (TOML), two rungs: (output, JSON)."""
+    path = tmp_path / "recipes.toml"
+    path.write_text(recipes)
+    out = subprocess.run([sys.executable, "benchmark_performance.py", "--time-to-score", "--quick", "--halving",
+                          str(path), "--minutes", str(minutes), "--rungs", "2", "--target", "5",
+                          "--runs-dir", str(tmp_path / "runs"), "--json", str(tmp_path / "h.json")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out, json.loads((tmp_path / "h.json").read_text())
+
+
 @pytest.mark.slow
 def test_two_rungs_resume_only_the_better_recipe(tmp_path):
     """Two recipes train a first rung; the better one goes on, resumed from its own run (its
     agent steps and games continue), and the other is not run again."""
-    path = tmp_path / "recipes.toml"
-    path.write_text('[lr3]\nargs = ["--lr", "1e-3"]\n[lr4]\nargs = ["--lr", "1e-4"]\n')
-    out = subprocess.run([sys.executable, "benchmark_performance.py", "--time-to-score", "--quick", "--halving",
-                          str(path), "--minutes", "0.2", "--rungs", "2", "--target", "5",
-                          "--runs-dir", str(tmp_path / "runs"), "--json", str(tmp_path / "h.json")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    res = json.loads((tmp_path / "h.json").read_text())
+    out, res = _two_rungs(tmp_path, '[lr3]\nargs = ["--lr", "1e-3"]\n[lr4]\nargs = ["--lr", "1e-4"]\n', 0.2)
     first, second = res["rungs"]
     assert (first["minutes"], second["minutes"]) == (0.2, 0.4)
     assert len(first["standings"]) == 2 and len(first["kept"]) == 1
@@ -81,15 +86,8 @@ def test_a_recipe_that_reaches_total_steps_keeps_its_standing(tmp_path):
     """Both recipes reach their --total-steps in the first rung: the one kept is not resumed (the
     training script refuses a run already at --total-steps), it keeps its standing, and the
     report and JSON are written."""
-    path = tmp_path / "recipes.toml"
-    path.write_text('[lr3]\nargs = ["--lr", "1e-3", "--total-steps", "800"]\n'
-                    '[lr4]\nargs = ["--lr", "1e-4", "--total-steps", "800"]\n')
-    out = subprocess.run([sys.executable, "benchmark_performance.py", "--time-to-score", "--quick", "--halving",
-                          str(path), "--minutes", "0.5", "--rungs", "2", "--target", "5",
-                          "--runs-dir", str(tmp_path / "runs"), "--json", str(tmp_path / "h.json")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    res = json.loads((tmp_path / "h.json").read_text())
+    out, res = _two_rungs(tmp_path, '[lr3]\nargs = ["--lr", "1e-3", "--total-steps", "800"]\n'
+                                    '[lr4]\nargs = ["--lr", "1e-4", "--total-steps", "800"]\n', 0.5)
     first, second = res["rungs"]
     kept = first["kept"][0]
     before = next(s for s in first["standings"] if s["recipe"] == kept)
