@@ -18,7 +18,7 @@ import tomllib
 
 from config_optimized import ConfigError
 
-from .time_to_score import PROJECT_DIR
+from .time_to_score import run_training
 
 
 def read_recipes(path: str) -> dict[str, list[str]]:
@@ -65,8 +65,6 @@ def rank_key(entry: dict) -> tuple:
 def halving(recipes: dict[str, list[str]], common: list[str], target: float, first_minutes: float, eta: int,
             rungs: int, runs_dir: str, metric: str, window: int) -> dict:
     """Run successive halving; returns every rung's standings and the winner."""
-    import subprocess
-
     from pipeline.records.episodes import read_episodes, score_run
     from pipeline.records.files import LOG_NAME
 
@@ -94,7 +92,9 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
                 cmd = [sys.executable, "mario_rl_optimized.py", "--resume", dirs[name], "--time-limit", str(minutes)]
             # No survivor has reached the target: once the best has, the rungs end (below).
             print(f"[HALVING] rung {r + 1}/{rungs}, {minutes:g} min: {name}: {' '.join(cmd[1:])}", flush=True)
-            code = subprocess.call(cmd, cwd=PROJECT_DIR)
+            code, stopped = run_training(cmd)
+            if stopped:  # the run stopped cleanly (checkpoint saved); so does the search
+                raise SystemExit(f"[HALVING] stopped by {stopped} during {name}; its run is in {dirs[name]}")
             if code != 0:
                 raise RuntimeError(f"recipe {name} exited with code {code}; its log is "
                                    f"{os.path.join(dirs[name], LOG_NAME)}")

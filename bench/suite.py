@@ -22,14 +22,12 @@ import json
 import math
 import os
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from config_optimized import ConfigError
 
-from .time_to_score import PROJECT_DIR, training_config
+from .time_to_score import run_training, training_config
 
 SUITES = {"atari5": ("ALE/BattleZone-v5", "ALE/DoubleDunk-v5", "ALE/NameThisGame-v5", "ALE/Phoenix-v5",
                      "ALE/Qbert-v5", "ALE/Pong-v5"),
@@ -152,7 +150,7 @@ def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | No
             cmd = game_command(env, run_dir, state, train_args, steps, minutes)
             print(f"[SUITE] {env}: {'resumed at ' + format(counters.get('env_steps', 0), ',') + ' agent steps' if state == 'resume' else 'started'}: "
                   f"{' '.join(cmd[1:])}", flush=True)
-            code, stopped = run_game(cmd)
+            code, stopped = run_training(cmd)
             if code != 0:
                 raise RuntimeError(f"{env} exited with code {code}; its log is {run_dir / LOG_NAME}. Run the same "
                                    "command again to resume the suite where it stopped")
@@ -183,30 +181,6 @@ def mark_done(run_dir: Path, env: str, counters: dict) -> None:
 
 class SuiteInterrupted(Exception):
     """Ctrl-C or SIGTERM stopped the suite after its current game's run shut down cleanly."""
-
-
-def run_game(cmd: list[str]) -> tuple[int, str | None]:
-    """Run one game's training to its end: (exit code, the signal that stopped it, if one did).
-
-    Ctrl-C and SIGTERM are passed on to the run, which stops cleanly (checkpoint, replay, children
-    joined), and then stop the suite; subprocess.call would instead SIGKILL the run on a
-    KeyboardInterrupt and lose its work since the last checkpoint."""
-    got: list[str] = []
-    proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)
-
-    def on_signal(signum, _frame):
-        got.append(signal.Signals(signum).name)
-        try:
-            proc.send_signal(signum)  # a terminal's Ctrl-C reached the run too: a second one is harmless
-        except ProcessLookupError:
-            pass
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        code = proc.wait()
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-    return code, (got[0] if got else None)
 
 
 # ---------------------------------------------------------------------------------- the report

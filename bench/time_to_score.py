@@ -4,6 +4,8 @@ baseline recipe; each game's default target and milestones, and the report's tab
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -39,6 +41,31 @@ REFERENCES = {
 }
 # The training script runs from the project folder, where mario_rl_optimized.py lies.
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_training(cmd: list[str]) -> tuple[int, str | None]:
+    """Run one training run (a child process, in the project folder) to its end: (exit code,
+    the signal that stopped it, if one did).
+
+    Ctrl-C and SIGTERM are passed on to the run, which stops cleanly (checkpoint, replay, children
+    joined), and then stop the benchmark; subprocess.call would instead SIGKILL the run on a
+    KeyboardInterrupt and lose its work since the last checkpoint."""
+    got: list[str] = []
+    proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)
+
+    def on_signal(signum, _frame):
+        got.append(signal.Signals(signum).name)
+        try:
+            proc.send_signal(signum)  # a terminal's Ctrl-C reached the run too: a second one is harmless
+        except ProcessLookupError:
+            pass
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return code, (got[0] if got else None)
 
 
 def default_target(env: str) -> float | None:
@@ -78,8 +105,6 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     score of the last 20 whole games reaches ``target`` or ``minutes`` pass; then, unless
     ``baseline_minutes`` is None, the baseline recipe until the target or ``baseline_minutes``.
     Each run is scored from its episodes.jsonl."""
-    import subprocess
-
     from config_optimized import ConfigError
     from pipeline.records.episodes import read_episodes, score_run
     from pipeline.records.files import LOG_NAME
@@ -97,9 +122,12 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     cmd = [sys.executable, "mario_rl_optimized.py", *train_args, "--run-dir", pipeline_dir,
            "--target-score", str(target), "--time-limit", str(minutes)]
     print(f"[TTS] pipeline ({profile} profile): {' '.join(cmd[1:])}", flush=True)
-    code = subprocess.call(cmd, cwd=PROJECT_DIR)
+    code, stopped = run_training(cmd)
     if code != 0:
         raise RuntimeError(f"the training run exited with code {code}; its log is {os.path.join(pipeline_dir, LOG_NAME)}")
+    if stopped:  # the run stopped cleanly: report what it reached, and run no baseline after it
+        print(f"[TTS] stopped by {stopped}; the report covers the run up to there", flush=True)
+        baseline_minutes = None
     runs.append({"name": "pipeline (defaults" + (": " + " ".join(train_args) if train_args else "") + ")",
                  "run_dir": pipeline_dir, "profile": profile, "settings": cfg.flat()})
     if baseline_minutes is not None:
