@@ -65,9 +65,8 @@ def suite_dir_name(suite: str, train_args: list[str]) -> str:
     return f"suite-{suite}" + (f"_{slug}" if slug else "")
 
 
-def check_suite_args(suite: str, train_args: list[str], steps: int, minutes: float | None) -> dict:
-    """Every game's options checked as the training script checks them, before any run starts.
-    Returns each game's (flags, config) by env id."""
+def check_suite_args(suite: str, train_args: list[str], steps: int, minutes: float | None) -> None:
+    """Every game's options checked as the training script checks them, before any run starts."""
     if suite not in SUITES:
         raise ConfigError(f"--suite {suite}: unknown suite; choose one of {', '.join(SUITES)}")
     if steps <= 0:
@@ -79,32 +78,33 @@ def check_suite_args(suite: str, train_args: list[str], steps: int, minutes: flo
         if flag in OWN_FLAGS:
             raise ConfigError(f"--suite sets {flag} for each game itself; give the length as --steps or --minutes "
                               "and the folder as --runs-dir")
-    checked = {}
     for env in SUITES[suite]:
         try:
-            checked[env] = training_config(["--env", env, *train_args])
+            training_config(["--env", env, *train_args])
         except ConfigError as e:
             raise ConfigError(f"{env}: {e}") from None
-    return checked
 
 
-def game_state(run_dir: Path, steps: int, minutes: float | None) -> tuple[str, dict]:
-    """("new" | "resume" | "done", the counters of its last checkpoint) of one game's run folder.
-    A folder with run files but no checkpoint (killed before its first one) starts over."""
+def game_counters(run_dir: Path) -> tuple[dict, bool]:
+    """(the counters of a game's run, whether it has a checkpoint to resume from): its last
+    checkpoint's, else those its finished game kept (``GAME_FILE``), else none."""
     from pipeline.records import checkpoint as ckpt
     from pipeline.records.files import CHECKPOINT_NAME
 
-    path = run_dir / CHECKPOINT_NAME
-    if not path.is_file():
-        if (run_dir / GAME_FILE).is_file():  # a finished game kept without its checkpoint
-            counters = json.loads((run_dir / GAME_FILE).read_text())["counters"]
-            if counters.get("env_steps", 0) >= steps or (minutes and counters.get("wall_s", 0.0) >= minutes * 60):
-                return "done", counters
-        return "new", {}
-    counters = ckpt.load(path).get("counters", {})
+    if (run_dir / CHECKPOINT_NAME).is_file():
+        return ckpt.load(run_dir / CHECKPOINT_NAME).get("counters", {}), True
+    if (run_dir / GAME_FILE).is_file():  # a finished game kept without its checkpoint
+        return json.loads((run_dir / GAME_FILE).read_text())["counters"], False
+    return {}, False
+
+
+def game_state(run_dir: Path, steps: int, minutes: float | None) -> tuple[str, dict]:
+    """("new" | "resume" | "done", its counters) of one game's run folder. A folder with run
+    files but no checkpoint (killed before its first one) starts over."""
+    counters, resumable = game_counters(run_dir)
     if counters.get("env_steps", 0) >= steps or (minutes and counters.get("wall_s", 0.0) >= minutes * 60):
         return "done", counters
-    return "resume", counters
+    return ("resume", counters) if resumable else ("new", {})
 
 
 def game_command(env: str, run_dir: Path, state: str, train_args: list[str], steps: int,
@@ -129,11 +129,10 @@ def claim_suite_dir(suite_dir: Path, options: dict) -> None:
             raise ConfigError(f"{suite_dir} holds a suite run with other options ({saved}); this one has {options}. "
                               "Run it with the same options to continue it, or give another --runs-dir")
         return
+    from pipeline.records.record import write_json
+
     suite_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as f:
-        json.dump(options, f, indent=1)
-    os.replace(tmp, path)
+    write_json(path, options)
 
 
 def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | None, runs_dir: str) -> Path:
@@ -170,13 +169,12 @@ def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | No
 
 def mark_done(run_dir: Path, env: str, counters: dict) -> None:
     """Record a finished game's counters beside its run (``GAME_FILE``), whole or not at all."""
+    from pipeline.records.record import write_json
+
     path = run_dir / GAME_FILE
-    if path.is_file():
-        return
-    keep = {k: counters[k] for k in ("env_steps", "wall_s", "episodes", "samples_trained") if k in counters}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"env": env, "counters": keep}, indent=1))
-    os.replace(tmp, path)
+    if not path.is_file():
+        keep = {k: counters[k] for k in ("env_steps", "wall_s", "episodes", "samples_trained") if k in counters}
+        write_json(path, {"env": env, "counters": keep})
 
 
 class SuiteInterrupted(Exception):
@@ -225,9 +223,8 @@ def iqm(values: list[float]) -> float:
 
 def suite_report(suite_dir: str | Path) -> dict:
     """Read every game's run in the suite's folder: windows, minutes, and the IQM beside the anchors."""
-    from pipeline.records import checkpoint as ckpt
     from pipeline.records.episodes import read_episodes
-    from pipeline.records.files import CHECKPOINT_NAME, EPISODES_NAME, RECORD_NAME
+    from pipeline.records.files import EPISODES_NAME, RECORD_NAME
 
     from .common import machine
 
@@ -240,11 +237,7 @@ def suite_report(suite_dir: str | Path) -> dict:
         name = game_name(env)
         run_dir = suite_dir / name
         rows = read_episodes(run_dir) if (run_dir / EPISODES_NAME).is_file() else []  # no game ended yet
-        counters = {}
-        if (run_dir / CHECKPOINT_NAME).is_file():
-            counters = ckpt.load(run_dir / CHECKPOINT_NAME).get("counters", {})
-        elif (run_dir / GAME_FILE).is_file():
-            counters = json.loads((run_dir / GAME_FILE).read_text())["counters"]
+        counters, _ = game_counters(run_dir)
         done = max(counters.get("env_steps", 0), rows[-1]["env_steps"] if rows else 0)
         points = [(r["env_steps"], r["wall_s"]) for r in rows]
         if counters:
@@ -403,12 +396,12 @@ def write_report(suite_dir: str | Path) -> dict:
     """The report's JSON, Markdown table and plot, written into the suite's folder."""
     suite_dir = Path(suite_dir)
     rep = suite_report(suite_dir)
+    from pipeline.records.record import write_json
+
     js, md, png = (suite_dir / n for n in REPORT_NAMES)
-    for path, write in ((js, lambda f: json.dump(rep, f, indent=1, default=str)),
-                        (md, lambda f: f.write(report_markdown(rep) + "\n"))):
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        with open(tmp, "w") as f:
-            write(f)
-        os.replace(tmp, path)
+    write_json(js, rep)
+    tmp = md.with_suffix(".md.tmp")  # whole or not at all, as write_json writes
+    tmp.write_text(report_markdown(rep) + "\n")
+    os.replace(tmp, md)
     plot_suite(rep, png)
     return rep

@@ -90,14 +90,6 @@ class VideoWriter:
             self.writer.release()
 
 
-def weights_file(checkpoint: str | Path) -> Path:
-    """The file a checkpoint argument names: a .pt file, or a run folder's checkpoint.pt."""
-    from ..records.files import CHECKPOINT_NAME
-
-    path = Path(checkpoint)
-    return path / CHECKPOINT_NAME if path.is_dir() else path
-
-
 def recorded_commit(folder: Path) -> str | None:
     """The commit the run record in ``folder`` (config.json) names, if there is one."""
     import json
@@ -114,7 +106,7 @@ def weights_digest(checkpoint: str | Path) -> str:
     """SHA-256 of the checkpoint file: what ties an evaluation to the weights it played (file
     times do not: os.replace keeps a file's mtime from when it was written)."""
     h = hashlib.sha256()
-    with open(weights_file(checkpoint), "rb") as f:
+    with open(ckpt.checkpoint_file(checkpoint), "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -148,14 +140,14 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     from wrappers import make_env
     from wrappers.registry import is_mario, is_module_env_id
 
-    digest = weights_digest(checkpoint) if weights_file(checkpoint).is_file() else ""
+    digest = weights_digest(checkpoint) if ckpt.checkpoint_file(checkpoint).is_file() else ""
     state = ckpt.load(checkpoint)
     if digest and weights_digest(checkpoint) != digest:
         raise ckpt.CheckpointError(f"checkpoint {checkpoint} was replaced while it was being read (a run is saving "
                                    "it); evaluate it again")
     saved = {k: v for k, v in flatten(state["config"]).items() if k in FIELDS}
     # played as the run trained: what a record from before a setting existed leaves out is filled in
-    fills, _ = as_trained(saved, recorded_commit(weights_file(checkpoint).parent), saved.get("env", Config.env))
+    fills, _ = as_trained(saved, recorded_commit(ckpt.checkpoint_file(checkpoint).parent), saved.get("env", Config.env))
     cfg = Config.of(**{**saved, **fills})
     meta = state["meta"]
     opts = dataclasses.replace(cfg.env_options, episodic_life=False, clip_rewards=False)

@@ -68,11 +68,15 @@ def save(path: str | Path, state: dict) -> None:
                               f"is untouched. Free disk space or choose a writable --run-dir.") from None
 
 
+def checkpoint_file(path: str | Path) -> Path:
+    """The file a checkpoint argument names: a .pt file, or a run folder's checkpoint.pt."""
+    path = Path(path)
+    return path / CHECKPOINT_NAME if path.is_dir() else path
+
+
 def load(path: str | Path, env_id: str | None = None, n_actions: int | None = None, frame_stack: int | None = None) -> dict:
     """Load and check a checkpoint; every failure names the file and what is wrong."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / CHECKPOINT_NAME
+    path = checkpoint_file(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist; pass a .pt file or a run directory that has one")
     try:

@@ -136,13 +136,14 @@ def current_evaluation(run_dir: str | Path) -> dict | None:
     """The run's eval.json if it is of the weights it names as they are now (their SHA-256 is
     the one it recorded); None if there is none, it predates the digest, or those weights have
     been replaced since (evaluate again then)."""
-    from ..evaluation.evaluate import weights_digest, weights_file
+    from ..evaluation.evaluate import weights_digest
+    from .checkpoint import checkpoint_file
 
     eval_path = Path(run_dir) / EVAL_NAME
     evaluation = json.loads(eval_path.read_text()) if eval_path.is_file() else None
     if not evaluation or not evaluation.get("checkpoint") or not evaluation.get("weights_sha256"):
         return None
-    played = weights_file(evaluation["checkpoint"])
+    played = checkpoint_file(evaluation["checkpoint"])
     if played.is_file() and weights_digest(played) == evaluation["weights_sha256"]:
         return evaluation
     return None

@@ -130,24 +130,22 @@ def _meminfo() -> tuple[int, int]:
             return total, total // 2
 
 
-def _cpu_info() -> tuple[str, bool]:
+def _cpu_info() -> tuple[str, bool, str]:
+    """(model name, bf16 instructions, "family F model M" or ""), from the first CPU's entry."""
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
-        return platform.processor() or platform.machine(), platform.machine() == "arm64"
-    model = next((l.split(":", 1)[1].strip() for l in text.splitlines() if l.startswith("model name")), platform.machine())
-    flags = set(next((l.split(":", 1)[1].split() for l in text.splitlines() if l.startswith("flags")), []))
-    return model, bool(flags & {"avx512_bf16", "amx_bf16"})
-
-
-def _cpu_id() -> str:
-    """"family F model M" from /proc/cpuinfo, or "" where it does not say."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return ""
-    field = {l.split(":", 1)[0].strip(): l.split(":", 1)[1].strip() for l in lines[:30] if ":" in l}
-    return f"family {field['cpu family']} model {field['model']}" if "cpu family" in field and "model" in field else ""
+        return platform.processor() or platform.machine(), platform.machine() == "arm64", ""
+    first = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor's entry ends here
+        if ":" in line:
+            key, value = line.split(":", 1)
+            first[key.strip()] = value.strip()
+    flags = set(first.get("flags", "").split())
+    cpu_id = f"family {first['cpu family']} model {first['model']}" if {"cpu family", "model"} <= set(first) else ""
+    return first.get("model name", platform.machine()), bool(flags & {"avx512_bf16", "amx_bf16"}), cpu_id
 
 
 def detect_hardware() -> Hardware:
@@ -158,7 +156,7 @@ def detect_hardware() -> Hardware:
     except AttributeError:
         cores = os.cpu_count() or 1
     total, avail = _meminfo()
-    model, bf16 = _cpu_info()
+    model, bf16, cpu_id = _cpu_info()
     cuda = torch.cuda.is_available()
     name, mem = None, 0
     if cuda:
@@ -167,7 +165,7 @@ def detect_hardware() -> Hardware:
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
     speedup = bf16_speedup(model) if bf16 and not cuda else 0.0
     cxx = shutil.which(os.environ.get("CXX") or "g++") is not None  # what inductor runs: $CXX, else g++
-    return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx, _cpu_id())
+    return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx, cpu_id)
 
 
 def resolve_device(requested: str, hw: Hardware) -> str:

@@ -127,10 +127,10 @@ def as_trained(saved: dict, commit: str | None, env: str) -> tuple[dict, list[st
     from wrappers.registry import is_mario
 
     fills, notes = {}, []
-    for k in FIELDS:
-        if k in saved or k in RUN_CONTROL or k in NOT_RECORDED:
-            continue
-        fills[k] = BEFORE_IT_EXISTED.get(k, field_defaults()[k])
+    missing = [k for k in FIELDS if k not in saved and k not in RUN_CONTROL and k not in NOT_RECORDED]
+    defaults = Config()
+    for k in missing:
+        fills[k] = BEFORE_IT_EXISTED.get(k, defaults.get(k))
         notes.append(f"{_flag(k)} {fills[k]!r}: the run was recorded before this setting existed and trained as "
                      f"{fills[k]!r} does")
     ref, ignored = MARIO_IGNORED_UNTIL
@@ -147,12 +147,6 @@ def as_trained(saved: dict, commit: str | None, env: str) -> tuple[dict, list[st
                 notes.append(f"{_flag(k)} {saved[k]!r}: kept as recorded, but git cannot tell whether the run's commit "
                              f"predates {ref}, before which Mario ignored it")
     return fills, notes
-
-
-def field_defaults() -> dict:
-    """Each field's Config default (what the code does when nothing sets it)."""
-    d = Config()
-    return {k: d.get(k) for k in FIELDS}
 
 
 def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
