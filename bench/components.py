@@ -114,7 +114,7 @@ def bench_collector_overhead(seconds: float) -> dict:
         ring = Ring.create("bench_ovh", 4096) if with_ring else None
         cons = None
         if ring is not None:
-            cons = Consolidator([ring], Replay(50_000, 1, 8, 4, 3, 0.99), 1024, lambda *_: None, 1e9)
+            cons = Consolidator([ring], Replay.of(50_000, 1, 8), 1024, lambda *_: None, 1e9)
             cons.start()
         q = ctx.Queue()
         p = ctx.Process(target=_collector_loop, args=(ring.name if ring else None, seconds, q))
@@ -157,7 +157,7 @@ def bench_vector_envs(n_windows: int, num_envs: int = 8) -> dict:
 def bench_replay(n_windows: int) -> dict:
     from pipeline.replay import Replay
 
-    replay = Replay(100_000, 1, 8, 4, 3, 0.99, seed=0)
+    replay = Replay.of(100_000, 1, 8, seed=0)
     fill_replay(replay, 100_000, 8, 0.001, 1024)
     out = {"bytes_per_transition": replay.storage.bytes_per_transition()}
     for bs in (32, 256):

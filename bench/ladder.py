@@ -68,13 +68,13 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
 
         def sample():
             return (time.perf_counter(), trainer.env_steps(), trainer.learner.updates, trainer.update_s_total,
-                    trainer.collector_time_ns(), trainer.consolidator.drops())
+                    trainer.parts.collector_time_ns(), trainer.parts.consolidator.drops())
 
         def measure():
             # Measure once the collectors have used up the head start the replay-ratio control
             # gives them (past it they play only what the learner's updates pay for, at its pace),
             # after one window of warm-up, in time windows of window_s.
-            head_start = trainer.ratio.start + trainer.ratio.slack
+            head_start = trainer.parts.ratio.start + trainer.parts.ratio.slack
             give_up = time.perf_counter() + 600  # a row that never reaches its window fails, not hangs
             while trainer.stop_reason is None and (trainer.env_steps() <= head_start
                                                    or not trainer.learner.compile_done):

@@ -48,8 +48,8 @@ def learner_share(rounds: int = 8, block: int = 16, duty: float = 0.4, threads: 
     torch.set_num_threads(n_threads)
     device = torch.device("cuda" if hw.cuda else "cpu")
     learner = Learner(lrn_cfg, cfg.env_options.frame_stack, 6, device)
-    replay = Replay(replay_size, 1, col.envs_per_collector, cfg.env_options.frame_stack, cfg.replay.n_step,
-                    cfg.replay.gamma, seed=cfg.seed)
+    replay = Replay.of(replay_size, 1, col.envs_per_collector, frame_stack=cfg.env_options.frame_stack,
+                       n_step=cfg.replay.n_step, gamma=cfg.replay.gamma, seed=cfg.seed)
     fill_replay(replay, replay_size, col.envs_per_collector, 0.001, 1024)
     bs = lrn_cfg.batch_size
     fixed = learner.to_device(replay.sample(bs))

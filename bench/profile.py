@@ -33,7 +33,8 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     if cfg.learner.compile:
         learner.compile_loss()  # the first warm-up step below compiles: the profile sees the compiled update
     M = cfg.collectors.envs_per_collector
-    replay = Replay(20_000, 1, M, cfg.env_options.frame_stack, cfg.replay.n_step, cfg.replay.gamma, seed=0)
+    replay = Replay.of(20_000, 1, M, frame_stack=cfg.env_options.frame_stack, n_step=cfg.replay.n_step,
+                       gamma=cfg.replay.gamma, seed=0)
     fill_replay(replay, 20_000, M, 0.01, 1000)
 
     def learner_step():

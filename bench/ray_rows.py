@@ -106,13 +106,13 @@ def _row(overrides: dict, seconds: float, window_s: float, actor_rate: float | N
             time.sleep(window_s)
             t_end = time.perf_counter() + seconds
             while trainer.stop_reason is None:
-                samples.append((time.perf_counter(), trainer.consolidator.processed, _cpu_s()))
+                samples.append((time.perf_counter(), trainer.parts.consolidator.processed, _cpu_s()))
                 threads.append(_thread_cpu_s())
                 if time.perf_counter() >= t_end:
                     break
                 time.sleep(window_s)
         wire = measured_run(trainer, log, measure, lambda t: [(s.block.bytes, s.block.records)
-                                                               for s in t.remote.sources])
+                                                               for s in t.parts.remote.sources])
     if len(samples) < 3:
         raise RuntimeError("the run ended before two measuring windows")
     # Rates over the whole measurement, not medians of windows: Ray batches land 256 records at

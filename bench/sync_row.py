@@ -68,7 +68,8 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
                     "return": np.array(r, np.float32), "discount": gamma * (1 - np.array(d, np.float32)),
                     "weights": None}
     else:
-        replay = Replay(cfg.replay.buffer_size, 1, env.num_envs, cfg.env_options.frame_stack, cfg.replay.n_step, gamma, seed=cfg.seed)
+        replay = Replay.of(cfg.replay.buffer_size, 1, env.num_envs, frame_stack=cfg.env_options.frame_stack,
+                           n_step=cfg.replay.n_step, gamma=gamma, seed=cfg.seed)
         rollout = Rollout(env, learner.model, cfg.env_options.frame_stack, cfg.env_options.clip_rewards, cfg.seed, cfg.env_options.reward_scale)
 
         def play(eps):

@@ -53,8 +53,8 @@ def value_check(run_dir, states_per_stream: int = 64, seed: int = 0) -> dict:
     saved = flatten(state["config"])  # the checkpoint's config, old field names read as today's
     cfg = Config.of(**{k: v for k, v in saved.items() if k in FIELDS}).replace(amp=False, compile=False)
     fs, col = cfg.env_options.frame_stack, cfg.collectors
-    replay = Replay(cfg.replay.buffer_size, col.total_collectors, col.envs_per_collector, fs, cfg.replay.n_step,
-                    cfg.replay.gamma, seed=seed)
+    replay = Replay.of(cfg.replay.buffer_size, col.total_collectors, col.envs_per_collector, frame_stack=fs,
+                       n_step=cfg.replay.n_step, gamma=cfg.replay.gamma, seed=seed)
     path = run_dir / REPLAY_NAME
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: --value-check needs the replay a clean stop saves "

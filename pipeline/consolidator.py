@@ -26,8 +26,7 @@ class Consolidator(threading.Thread):
         self.env_steps = 0      # agent steps moved (records minus final-observation records)
         self.batches = 0        # drains that moved something
         self.busy_s = 0.0
-        self.episodes = collections.deque(maxlen=1000)  # the latest whole games, for the epoch logs
-        self.finished: collections.deque = collections.deque()  # games the trainer has not taken yet
+        self.finished: collections.deque = collections.deque()  # whole games the run's books have not taken yet
         self.episodes_total = 0
         self.error: BaseException | None = None
 
@@ -38,7 +37,6 @@ class Consolidator(threading.Thread):
             self.processed += len(flags)
             self.env_steps += int(np.count_nonzero(is_agent_step(flags)))
             for ep in finished_games(fields, self.env_steps + self.dropped_steps(), time.monotonic()):
-                self.episodes.append(ep)
                 self.finished.append(ep)
                 self.episodes_total += 1
         return sink

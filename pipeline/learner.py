@@ -1,5 +1,5 @@
-"""The DQN learner: n-step Double-DQN targets, Huber loss, mixed precision, gradient
-accumulation and target-network syncs. One code path for CPU and CUDA: only the autocast dtype,
+"""The DQN learner: n-step targets (Double DQN), the Huber loss of Q or QR-DQN's quantile Huber
+loss, mixed precision, gradient accumulation and target-network syncs. One code path for CPU and CUDA: only the autocast dtype,
 the GradScaler's ``enabled`` flag and the memory format differ."""
 from __future__ import annotations
 
@@ -290,6 +290,15 @@ class Learner:
         # One host sync for all tensors: the trainer asks before every weight push.
         return bool(torch.stack([torch.isfinite(t).all() for t in (*self.model.parameters(), *self.model.buffers())
                                  if t.is_floating_point()]).all())
+
+    def require_finite(self) -> None:
+        """Weights that are not finite reach neither the collectors nor a checkpoint file: the run
+        stops, and its last checkpoint keeps the last finite ones. Every step with a non-finite
+        loss or gradient is skipped, so this guards what that cannot see (an overflowing optimizer
+        step, a poisoned BatchNorm statistic), asked wherever weights leave the learner."""
+        if not self.is_finite():
+            raise TrainingDiverged(f"the weights or BatchNorm statistics are not finite after update "
+                                   f"{self.updates:,}; neither published nor saved")
 
     def sync_target(self) -> None:
         self.target.load_state_dict(self.model.state_dict())

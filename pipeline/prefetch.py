@@ -6,7 +6,6 @@ import queue
 import threading
 import time
 
-import numpy as np
 
 
 class Prefetcher(threading.Thread):
@@ -44,7 +43,7 @@ class Prefetcher(threading.Thread):
         there are: the learner then waits for them, as the collectors' head start plays on
         (settings/check.py refuses a --learning-starts too small for that head start to cover)."""
         while not self.stop_event.is_set():
-            valid, stored = self._count_valid()
+            valid, stored = self.replay.count_valid()
             if valid:
                 try:
                     return self.replay.sample(self.batch_size)
@@ -57,17 +56,6 @@ class Prefetcher(threading.Thread):
             self.looks += 1
             time.sleep(0.01)
         return None
-
-    def _count_valid(self) -> tuple[int, int]:
-        """(stored records that can start a sampled transition, stored records): one pass over
-        the replay, under its lock."""
-        st = self.replay.storage
-        with st.lock:
-            filled = np.minimum(st.written, st.stream_len)
-            streams = np.repeat(np.arange(st.num_streams), filled)
-            positions = np.arange(len(streams)) - np.repeat(np.cumsum(filled) - filled, filled)
-            valid = st.valid(streams, positions, self.replay.frame_stack, self.replay.n_step)
-            return int(valid.sum()), len(streams)
 
     def check(self) -> None:
         """Raise if the thread failed or ended."""

@@ -111,7 +111,7 @@ def train_run(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> Train
         signals["trainer"] = trainer
         trainer.stop_reason = signals["first"]  # a Ctrl-C during set-up stops the run before it trains
         code = _train_and_stop(trainer, log)
-        return _result(trainer.run_dir, trainer.stop_reason, code)
+        return _result(Path(cfg.run.run_dir), trainer.stop_reason, code)
     finally:
         log.close()
         for s, h in old.items():
@@ -125,7 +125,8 @@ def _message(e: BaseException) -> str:
 def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
     """Run the loop, then stop in order: workers joined, the games they finished recorded, the
     final checkpoint and replay saved (unless the weights cannot be trusted), resources freed."""
-    cfg = trainer.cfg
+    cfg, parts = trainer.cfg, trainer.parts
+    run_dir = Path(cfg.run.run_dir)
     code, error, keep_weights = 1, None, True
     try:
         code = trainer.train()
@@ -133,28 +134,27 @@ def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
         error, keep_weights = _message(e), not isinstance(e, NO_SAVE_ERRORS)
     finally:
         try:
-            trainer.stop_workers()
-            trainer.take_episodes()  # the games the stopped collectors finished
+            trainer.stop_workers()  # and books the games the stopped collectors finished
             if error:
                 log(f"[MAIN] Error: {error}")
-            last = trainer.run_dir / CHECKPOINT_NAME
+            last = run_dir / CHECKPOINT_NAME
             if keep_weights and not trainer.learner.is_finite():
                 keep_weights = False
                 log("[MAIN] Error: the weights or BatchNorm statistics are not finite; not saving them")
                 code = 1
             if keep_weights:
                 try:
-                    last = trainer.save_checkpoint()
+                    last = parts.save_checkpoint()
                     if cfg.run.save_replay:
-                        trainer.save_replay()
+                        parts.save_replay()
                 except (ckpt.CheckpointError, snapshot.ReplayFileError) as e:
                     log(f"[MAIN] Error: {e}")
                     code = 1
             else:
                 log(f"[MAIN] No final checkpoint was written; {last} holds the last good one")
-            log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {trainer.env_steps():,} agent steps, "
+            log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {parts.env_steps():,} agent steps, "
                 f"{trainer.learner.updates:,} updates; checkpoint {last}")
-            _write_curve(trainer.run_dir, log)
+            _write_curve(run_dir, log)
         finally:
             trainer.release()
     return code

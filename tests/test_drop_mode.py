@@ -65,7 +65,7 @@ def dropped_run():
     env = FiveStepEnvs(M)
     rollout = Rollout(env, ZeroQ(), 4, False, seed=0)
     ring = Ring.create("droptest", 3 * M)  # room for one step beside a few held-back games
-    replay = Replay(2000, 1, M, 4, 3, 0.97, seed=0)
+    replay = Replay.of(2000, 1, M, frame_stack=4, n_step=3, gamma=0.97, seed=0)
     cons = Consolidator([ring], replay, 1024, lambda *_: None, 1e9)
     pub = RecordPusher(ring, rollout, drop=True, stop=lambda: False)
     dropped = 0
@@ -111,7 +111,7 @@ def test_dropped_pushes_keep_game_statistics_and_step_counts(dropped_run):
     env, replay, cons, pub, dropped = dropped_run
     held_back = 0 if pub.pending is None else len(pub.pending[0])
     assert cons.episodes_total + held_back == env.games_finished
-    assert all(e.ret == EP_LEN and e.length == EP_LEN for e in cons.episodes)
+    assert all(e.ret == EP_LEN and e.length == EP_LEN for e in cons.finished)
     assert cons.env_steps + cons.dropped_steps() == env.live_steps
     assert cons.dropped_steps() > 0
 

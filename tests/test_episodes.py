@@ -59,3 +59,15 @@ def test_read_episodes_skips_a_half_written_last_line(tmp_path):
                                      (1_000_000, "1M"), (1_200_000, "1.2M"), (12_500_000, "12.5M")])
 def test_step_axis_labels_are_short(x, label):
     assert format_steps(x) == label
+
+
+def test_window_means_cover_the_games_there_are_and_the_score_waits_for_twenty():
+    tracker = ScoreTracker(window=20)
+    assert tracker.window_means() == {"return": None, "length": None, "distance": None, "flag": None}
+    for i in range(1, 4):
+        tracker.add_row(row(i, float(i)))
+    means = tracker.window_means()
+    assert means["return"] == 2.0 and means["distance"] is None and tracker.mean is None
+    for i in range(4, 26):  # the window keeps the last 20: games 6..25
+        tracker.add_row(row(i, float(i)))
+    assert tracker.mean == tracker.window_means()["return"] == pytest.approx(15.5)

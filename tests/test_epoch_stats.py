@@ -2,8 +2,8 @@
 metrics row an epoch's window becomes."""
 import pytest
 
-from pipeline.records.episodes import Episode
-from pipeline.records.epoch_stats import EpochEnd, EpochWindow, epoch_report, speed
+from pipeline.records.episodes import ScoreTracker
+from pipeline.records.epoch_stats import EpochEnd, EpochWindow, PathMark, epoch_report, speed
 
 NS = 1_000_000_000
 
@@ -16,16 +16,18 @@ def test_speed_gives_rates_and_shares():
 
 def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
     start = {"env": 0, "act": 0, "queue_wait": 0, "throttle": 0}
-    w = EpochWindow(t=100.0, env_steps=10_000, updates=500, collector_ns=start, consolidation_s=1.0)
+    w = EpochWindow(PathMark(t=100.0, env_steps=10_000, updates=500, collector_ns=start, consolidation_s=1.0))
     for loss in (0.5, 0.3):
         w.add_update({"loss": loss, "td_error": 2 * loss, "q_mean": 1.0, "grad_norm": 3.0})
     w.update_s, w.idle_s = 15.0, 4.0
-    games = [Episode(ret=600.0 + 10 * i, length=200, x_pos=700.0 + 10 * i, flag=i == 19, env_steps=0, t=0.0)
-             for i in range(20)]
-    end = EpochEnd(epoch=3, t=120.0, env_steps=12_000, updates=740, consolidation_s=1.2, games=games,
-                   collector_ns={"env": 18 * NS, "act": 2 * NS, "queue_wait": 0, "throttle": 0},
-                   episodes_total=90, epsilon=0.5, buffer=12_000, drops=0, samples_trained=23_680, batch=32,
-                   mario=True, wall_s=3_725.0, eta="0:10:00")
+    games = ScoreTracker(metric="distance")
+    for i in range(25):  # the window holds the last 20: games 5..24
+        games.add_row({"wall_s": 0.0, "env_steps": 0, "updates": 0, "samples_trained": 0, "return": 550.0 + 10 * i,
+                       "length": 200, "distance": 650.0 + 10 * i, "flag": i == 24})
+    at = PathMark(t=120.0, env_steps=12_000, updates=740, consolidation_s=1.2, drops=0,
+                  collector_ns={"env": 18 * NS, "act": 2 * NS, "queue_wait": 0, "throttle": 0})
+    end = EpochEnd(at, epoch=3, games=games.window_means(), episodes_total=90, epsilon=0.5, buffer=12_000,
+                   samples_trained=23_680, batch=32, mario=True, wall_s=3_725.0, eta="0:10:00")
     lines, row = epoch_report(w, end)
     assert lines[0] == ("[MAIN] Epoch 3 - Loss: 0.4000, TD Error: 0.8000, Reward: 695.00, Distance: 795.0, "
                         "Epsilon: 0.500, Buffer: 12,000")

@@ -51,8 +51,9 @@ LAYERS = {
     "pipeline.records": 3,
     "pipeline.evaluation": 3,
     "pipeline.settings": 3,
-    # 4: Ray collectors and the learner process's wiring
+    # 4: Ray collectors and the learner process: its parts wired, its loop, a run
     "pipeline.distributed": 4,
+    "pipeline.wiring": 4,
     "pipeline.trainer": 4,
     "pipeline.run": 4,
     # 5: entry points and benchmarks

@@ -4,7 +4,6 @@ stays on disk."""
 import time
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
 
@@ -12,43 +11,46 @@ from config_optimized import Config
 from pipeline.distributed.no_ray import NoRayCollectors
 from pipeline.records import checkpoint as ckpt
 from pipeline.learner import Learner, TrainingDiverged
-from pipeline.trainer import Trainer
+from pipeline.records.books import RunBooks
+from pipeline.records.counters import RunCounters
+from pipeline.replay import Replay
+from pipeline.settings.hardware import Hardware
+from pipeline.wiring import Pipeline
 
 
-def _trainer(run_dir, pushed):
-    """A Trainer with a real learner and only the parts ``publish`` and ``save_checkpoint`` read
-    (no processes, no shared memory); the weight pushes land in ``pushed``."""
+def _parts(run_dir, pushed):
+    """A Pipeline's real learner, replay and run books, and only the other parts ``publish`` reads (no processes, no shared memory); the weight pushes land in ``pushed``."""
     torch.manual_seed(0)
-    cfg = Config.of(amp=False, run_dir=str(run_dir))
-    t = Trainer.__new__(Trainer)
-    t.cfg, t.run_dir, t.n_actions = cfg, run_dir, 6
-    t.learner = Learner(cfg.learner, 4, 6, torch.device("cpu"))
-    t.base_steps = t.base_episodes = t.samples_trained = t.epoch = 0
-    t.best_score, t.wall_offset, t.t_start = float("-inf"), 0.0, time.monotonic()
-    t.consolidator = SimpleNamespace(env_steps=0, episodes_total=0, dropped_steps=lambda: 0)
-    t.collectors, t.evals, t.remote = SimpleNamespace(launches=0), SimpleNamespace(best=None), NoRayCollectors()
-    t.replay = SimpleNamespace(sampler=SimpleNamespace(rng=np.random.default_rng(0)))
-    t.control = SimpleNamespace(publish=lambda model: pushed.append({k: v.clone() for k, v in model.state_dict().items()}))
-    return t
+    cfg = Config.of(amp=False, run_dir=str(run_dir), tensorboard=False)
+    learner = Learner(cfg.learner, 4, 6, torch.device("cpu"))
+    replay = Replay.of(400, 1, 4)
+    hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
+    books = RunBooks(cfg, hw, lambda line: None, [], RunCounters(), time.monotonic(), learner, replay, 6)
+    control = SimpleNamespace(publish=lambda model: pushed.append({k: v.clone() for k, v in model.state_dict().items()}))
+    return SimpleNamespace(learner=learner, books=books, control=control, remote=NoRayCollectors())
 
 
 @pytest.mark.parametrize("poisoned", ["weight", "batchnorm"])
 def test_non_finite_weights_are_neither_pushed_nor_checkpointed(tmp_path, poisoned):
     pushed = []
-    t = _trainer(tmp_path, pushed)
-    t.publish()
-    good = t.save_checkpoint()
+    p = _parts(tmp_path, pushed)
+    publish = lambda: Pipeline.publish(p)  # noqa: E731
+
+    def save_checkpoint(name="checkpoint.pt", best=None):  # at agent step 0, no collector started, no evaluation
+        return p.books.save_checkpoint(0, 0, float("-inf"), name, best)
+    publish()
+    good = save_checkpoint()
     assert len(pushed) == 1 and good == tmp_path / ckpt.CHECKPOINT_NAME
     # what the learner's own checks cannot see: a step (or a forward) that wrote NaN
-    name, tensor = next((n, v) for n, v in t.learner.model.state_dict().items()
+    name, tensor = next((n, v) for n, v in p.learner.model.state_dict().items()
                         if v.is_floating_point() and ("running_var" in n) == (poisoned == "batchnorm"))
     with torch.no_grad():
         tensor.view(-1)[0] = float("nan")
-    assert not t.learner.is_finite()
+    assert not p.learner.is_finite()
     with pytest.raises(TrainingDiverged, match="not finite after update 0; neither published nor saved"):
-        t.publish()
+        publish()
     assert len(pushed) == 1
-    for save in (t.save_checkpoint, lambda: t.save_checkpoint("best.pt", best={"score": 1.0})):
+    for save in (save_checkpoint, lambda: save_checkpoint("best.pt", best={"score": 1.0})):
         with pytest.raises(TrainingDiverged, match="not finite"):
             save()
     assert not (tmp_path / "best.pt").exists() and not (tmp_path / "checkpoint.pt.tmp").exists()

@@ -248,7 +248,7 @@ def test_the_first_batch_waits_until_the_replay_can_serve_one(prioritized):
     from pipeline.replay import Replay
 
     streams = 256
-    replay = Replay(streams * 12, 1, streams, 4, 3, 0.99, prioritized=prioritized, seed=0)
+    replay = Replay.of(streams * 12, 1, streams, prioritized=prioritized, seed=0)
     prefetcher = Prefetcher(replay, _OnHost(), 32, 2)
     prefetcher.start()
     def looked_again():
@@ -285,7 +285,7 @@ def test_a_prefetcher_waiting_for_the_replay_stops_when_asked():
     from pipeline.prefetch import Prefetcher
     from pipeline.replay import Replay
 
-    prefetcher = Prefetcher(Replay(64 * 12, 1, 64, 4, 3, 0.99), _OnHost(), 32, 2)
+    prefetcher = Prefetcher(Replay.of(64 * 12, 1, 64), _OnHost(), 32, 2)
     prefetcher.start()
     deadline = time.time() + 10
     while prefetcher.looks == 0 and time.time() < deadline:  # it is waiting for the replay

@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.collector_block import CollectorBlock
 from pipeline.ratio import ReplayRatio
-from pipeline.trainer import Trainer
+from pipeline.wiring import Pipeline
 
 
 def test_updates_are_due_exactly_as_the_steps_pay_for_them():
@@ -46,19 +46,19 @@ def test_collectors_together_stay_within_the_head_start(n):
     envs = 8
     r = ReplayRatio(ratio=4.0, batch=32, start=2_000, streams=n * envs)
     blocks = [CollectorBlock(np.zeros(32, np.int64)) for _ in range(n)]
-    trainer = SimpleNamespace(ratio=r, samples_trained_run=0, blocks=lambda: blocks,
-                              consolidator=SimpleNamespace(pending=lambda: 0))
+    parts = SimpleNamespace(ratio=r, blocks=lambda: blocks, consolidator=SimpleNamespace(pending=lambda: 0))
+    trained = 0
     leads = []
     for _ in range(20):
         steps = sum(b.played for b in blocks)
-        Trainer._set_allowance(trainer, steps)
+        Pipeline.set_allowance(parts, steps, trained)
         for b in blocks:
             while not b.held_back():  # a collector step plays every env of the collector once
                 b.played += envs
         steps = sum(b.played for b in blocks)
-        paid = r.start + trainer.samples_trained_run / r.ratio
+        paid = r.start + trained / r.ratio
         leads.append(steps - paid)
         for _ in range(3):  # the learner trains a few updates, not all that are due
-            if r.update_due(steps, trainer.samples_trained_run):
-                trainer.samples_trained_run += r.batch
+            if r.update_due(steps, trained):
+                trained += r.batch
     assert r.slack - n * envs <= min(leads) and max(leads) < r.slack + n * envs, leads  # the head start is used, once

@@ -13,6 +13,11 @@ K, N, GAMMA = 4, 3, 0.9
 SHAPE = (2, 2)
 
 
+def small_replay(capacity, num_envs, **kw):
+    """A replay of tiny frames (SHAPE), one collector's ``num_envs`` streams, K, N and GAMMA."""
+    return Replay.of(capacity, 1, num_envs, frame_stack=K, n_step=N, gamma=GAMMA, seed=0, frame_shape=SHAPE, **kw)
+
+
 def frame(i):
     f = np.zeros(SHAPE, np.uint8)
     f[0, 0], f[0, 1] = i & 255, (i >> 8) & 255
@@ -105,7 +110,7 @@ def ref_nstep(recs, i):
 def test_samples_match_reference(steps):
     num_envs = 3
     streams = make_streams(num_envs, steps)
-    replay = Replay(360, 1, num_envs, K, N, GAMMA, seed=0, frame_shape=SHAPE)
+    replay = small_replay(360, num_envs)
     fill(replay, streams)
     st = replay.storage
     batch = replay.sample(512)
@@ -128,7 +133,7 @@ def test_samples_match_reference(steps):
 
 def test_newest_records_are_never_sampled_without_their_bootstrap():
     streams = make_streams(1, 30, seed=3)
-    replay = Replay(100, 1, 1, K, N, GAMMA, seed=0, frame_shape=SHAPE)
+    replay = small_replay(100, 1)
     fill(replay, streams)
     p = replay.sample(2000)["pos"]
     assert p.max() <= replay.storage.pos[0] - 1 - N
@@ -137,7 +142,7 @@ def test_newest_records_are_never_sampled_without_their_bootstrap():
 def test_broken_stream_is_closed_as_truncated():
     """A collector that restarts starts with FIRST records mid-episode: the old episode must end
     there instead of running into the new one."""
-    replay = Replay(100, 1, 1, K, N, GAMMA, seed=0, frame_shape=SHAPE)
+    replay = small_replay(100, 1)
     recs = [dict(id=i + 1, action=1, reward=1.0, flags=FIRST if i == 0 else 0) for i in range(6)]
     recs += [dict(id=100 + i, action=1, reward=5.0, flags=FIRST if i == 0 else 0) for i in range(6)]
     fill(replay, [recs])
@@ -151,14 +156,14 @@ def test_broken_stream_is_closed_as_truncated():
 
 
 def test_bytes_per_transition_within_target():
-    replay = Replay(10_000, 2, 4, 4, 3, 0.99)
+    replay = Replay.of(10_000, 2, 4)
     assert replay.storage.bytes_per_transition() <= 7200
 
 
 def test_prioritized_sampling_follows_priorities():
     num_envs = 2
     streams = make_streams(num_envs, 200, seed=5)
-    replay = Replay(400, 1, num_envs, K, N, GAMMA, prioritized=True, seed=0, frame_shape=SHAPE)
+    replay = small_replay(400, num_envs, prioritized=True)
     fill(replay, streams)
     b = replay.sample(64)
     assert b["weights"] is not None and b["weights"].max() == pytest.approx(1.0)
@@ -178,7 +183,7 @@ def test_restart_after_a_truncation_does_not_bootstrap_from_the_new_episode():
     """The dead collector wrote the TRUNC record but not the LAST record after it; the restarted
     one begins with FIRST. The truncated transition has no final frame: it must not be sampled
     with the new episode's first frame as its bootstrap."""
-    replay = Replay(100, 1, 1, K, N, GAMMA, seed=0, frame_shape=SHAPE)
+    replay = small_replay(100, 1)
     recs = [dict(id=i + 1, action=1, reward=1.0, flags=(FIRST if i == 0 else 0) | (TRUNC if i == 5 else 0))
             for i in range(6)]
     recs += [dict(id=100 + i, action=1, reward=5.0, flags=FIRST if i == 0 else 0) for i in range(8)]
@@ -193,7 +198,7 @@ def test_restart_after_a_truncation_does_not_bootstrap_from_the_new_episode():
 
 
 def test_prioritized_writes_update_the_tree_under_the_storage_lock():
-    replay = Replay(400, 1, 2, K, N, GAMMA, prioritized=True, seed=0, frame_shape=SHAPE)
+    replay = small_replay(400, 2, prioritized=True)
     held = []
     on_write = replay.writer.on_write
     replay.writer.on_write = lambda *a: (held.append(replay.storage.lock.locked()), on_write(*a))
@@ -202,7 +207,7 @@ def test_prioritized_writes_update_the_tree_under_the_storage_lock():
 
 
 def test_prioritized_beta_is_annealed_to_one():
-    replay = Replay(400, 1, 2, K, N, GAMMA, prioritized=True, beta=0.4, seed=0, frame_shape=SHAPE)
+    replay = small_replay(400, 2, prioritized=True, beta=0.4)
     fill(replay, make_streams(2, 200, seed=5))
     sampler = replay.sampler
     weights = {}
@@ -222,7 +227,7 @@ def test_priority_write_back_skips_slots_rewritten_since_the_sample():
     """The writer goes on while a sampled batch waits in the prefetch queue and trains: a slot
     rewritten in between holds a new record, which keeps the priority it was written with
     instead of taking the TD error of the record it replaced."""
-    replay = Replay(400, 1, 2, K, N, GAMMA, prioritized=True, seed=0, frame_shape=SHAPE)
+    replay = small_replay(400, 2, prioritized=True)
     streams = make_streams(2, 260, seed=5)
     fill(replay, [s[:200] for s in streams])  # each 200-slot stream just full: the next write is at 0
     b = replay.sample(64)
@@ -241,3 +246,23 @@ def test_priority_write_back_skips_slots_rewritten_since_the_sample():
     replay.update_priorities(b["stream"][rewritten], b["pos"][rewritten], np.full(rewritten.sum(), 1e3),
                              b["seq"][rewritten])
     assert np.array_equal(tree.tree, before)
+
+
+def test_from_config_hands_the_replay_its_parts():
+    """One stream per env of every collector; the sampler the config asks for, and the writer
+    tells it of every write, so no caller needs to know which sampler it is."""
+    from config_optimized import Config
+    from pipeline.replay import PrioritizedSampler, UniformSampler
+
+    cfg = Config.of(num_collectors=2, envs_per_collector=4, buffer_size=8_000, n_step=5, gamma=0.97, seed=3)
+    replay = Replay.from_config(cfg)
+    assert replay.storage.num_streams == 8 and (replay.n_step, replay.gamma) == (5, 0.97)
+    assert type(replay.sampler) is UniformSampler and replay.writer.on_write == replay.sampler.on_write
+    prioritized = Replay.from_config(cfg.replace(prioritized=True, per_alpha=0.5))
+    assert isinstance(prioritized.sampler, PrioritizedSampler) and prioritized.sampler.alpha == 0.5
+    assert prioritized.writer.on_write == prioritized.sampler.on_write
+    # the uniform sampler takes the same calls as the prioritized one, and they change nothing
+    state = replay.sampler.rng.bit_generator.state
+    replay.update_priorities(np.array([0]), np.array([0]), torch.tensor([3.0]), np.array([0]))
+    replay.anneal(0.5)
+    assert replay.sampler.rng.bit_generator.state == state

@@ -23,7 +23,7 @@ def catch_replay(prioritized=False, steps=300, capacity=4000):
     env = BatchedEnv(CATCH, EnvOptions(), M)
     model = build_model("batchnorm", 4, env.n_actions).eval()
     rollout = Rollout(env, model, 4, True, seed=3)
-    replay = Replay(capacity, 1, M, 4, 3, 0.99, prioritized=prioritized, seed=7)
+    replay = Replay.of(capacity, 1, M, prioritized=prioritized, seed=7)
     for _ in range(steps):
         frames, fields, _, _ = rollout.step(1.0)
         replay.writer.write(0, frames, fields)
@@ -48,7 +48,7 @@ def test_resumed_replay_samples_the_batches_of_an_uninterrupted_run(tmp_path, pr
     rng_state = replay.sampler.rng.bit_generator.state  # what the checkpoint stores
     size, took = snapshot.save(replay, tmp_path / "replay.npz", {"env": CATCH, "frame_stack": 4, "env_steps": 1200})
     assert size < replay.storage.nbytes() / 5  # catch frames are mostly black: they compress
-    resumed = Replay(4000, 1, M, 4, 3, 0.99, prioritized=prioritized, seed=123)
+    resumed = Replay.of(4000, 1, M, prioritized=prioritized, seed=123)
     meta = snapshot.load(resumed, tmp_path / "replay.npz", CATCH, 4)
     assert meta["env_steps"] == 1200 and len(resumed) == len(replay) == 1200
     resumed.sampler.rng.bit_generator.state = rng_state
@@ -81,7 +81,7 @@ def test_corrupt_replay_file_is_refused_by_name(tmp_path):
 
 
 def test_full_disk_during_the_save_leaves_the_previous_replay(tmp_path):
-    replay = Replay(2000, 1, 1, 4, 3, 0.99, seed=0)
+    replay = Replay.of(2000, 1, 1, seed=0)
     rng = np.random.default_rng(0)
     replay.writer.write(0, rng.integers(0, 255, (100, 84, 84), dtype=np.uint8),
                         {"env": np.zeros(100, np.uint16), "action": np.zeros(100, np.uint8),
@@ -125,7 +125,7 @@ def test_a_flipped_byte_anywhere_is_refused_or_harmless(tmp_path):
             assert str(damaged) in str(e) and "--save-replay false" in str(e), (at, e)
             refused += 1
             continue
-        loaded = Replay(400, 1, M, 4, 3, 0.99, seed=7)
+        loaded = Replay.of(400, 1, M, seed=7)
         snapshot.load(loaded, damaged, CATCH, 4)
         for name in snapshot.ARRAYS:
             np.testing.assert_array_equal(getattr(loaded.storage, name), getattr(replay.storage, name), err_msg=(at, name))
@@ -144,8 +144,8 @@ def test_empty_uniform_replay_resumes_prioritized(tmp_path):
     """A run stopped before any record arrived saves an empty replay; resumed with --prioritized
     it loads as empty (no priorities to set) and fills and samples as a new one."""
     path = tmp_path / "replay.npz"
-    snapshot.save(Replay(400, 1, M, 4, 3, 0.99, seed=7), path, {"env": CATCH, "frame_stack": 4, "env_steps": 0})
-    resumed = Replay(400, 1, M, 4, 3, 0.99, prioritized=True, seed=7)
+    snapshot.save(Replay.of(400, 1, M, seed=7), path, {"env": CATCH, "frame_stack": 4, "env_steps": 0})
+    resumed = Replay.of(400, 1, M, prioritized=True, seed=7)
     assert snapshot.load(resumed, path, CATCH, 4)["env_steps"] == 0
     assert len(resumed) == 0 and resumed.sampler.tree.total == 0
     filled = catch_replay(prioritized=True, steps=20, capacity=400)

@@ -42,7 +42,7 @@ def _save_run(run_dir, cfg: Config, learner: Learner, env_steps: int, replay: Re
     """A run folder as a clean stop leaves it: the checkpoint, and the replay saved with it."""
     run_dir.mkdir(parents=True, exist_ok=True)
     counters = {"env_steps": env_steps, "episodes": 0, "samples_trained": 0, "epoch": 0, "wall_s": 1.0}
-    rng = (replay or Replay(400, 1, 4, 4, 3, 0.99)).sampler.rng.bit_generator.state
+    rng = (replay or Replay.of(400, 1, 4)).sampler.rng.bit_generator.state
     ckpt.save(run_dir / ckpt.CHECKPOINT_NAME, ckpt.training_state(cfg, N_ACTIONS, learner.state_dict(), counters, rng))
     if replay is not None:
         snapshot.save(replay, run_dir / REPLAY_NAME,
@@ -67,7 +67,7 @@ def test_a_cpu_bf16_run_resumes_with_fp16_and_a_fresh_scaler(tmp_path):
     gpu = cpu.replace(amp_dtype="fp16")
     moved, log = _learner(gpu), Log()
     assert moved.amp_dtype == torch.float16 and moved.scaler.is_enabled()
-    counters, refill = resume(run_dir, gpu, N_ACTIONS, moved, Replay(400, 1, 4, 4, 3, 0.99), log)
+    counters, refill = resume(run_dir, gpu, N_ACTIONS, moved, Replay.of(400, 1, 4), log)
     assert counters.env_steps == 1000 and moved.updates == 1
     assert any("without fp16 loss scaling" in line and "GradScaler starts at the initial scale" in line
                for line in log), log
@@ -91,7 +91,7 @@ def test_a_checkpoint_of_another_network_is_a_handled_error(tmp_path):
         check_resume(batchnorm)
     with pytest.raises(ckpt.CheckpointError, match=r"checkpoint .*checkpoint.pt does not fit this run's learner "
                                                    r"\(RuntimeError: .*start a new run without --resume"):
-        resume(run_dir, batchnorm, N_ACTIONS, _learner(batchnorm), Replay(400, 1, 4, 4, 3, 0.99), Log())
+        resume(run_dir, batchnorm, N_ACTIONS, _learner(batchnorm), Replay.of(400, 1, 4), Log())
 
 
 @pytest.mark.parametrize("num_collectors,ray_collectors", [(0, 2), (1, 1), (2, 0)])
@@ -102,7 +102,7 @@ def test_the_resume_check_counts_ray_collectors_streams(tmp_path, num_collectors
     cfg = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, buffer_size=2400,
                     envs_per_collector=4, num_collectors=num_collectors, ray_collectors=ray_collectors,
                     ray_address="127.0.0.1:6379" if ray_collectors else "")
-    _save_run(run_dir, cfg, _learner(cfg), env_steps=0, replay=Replay(2400, 2, 4, 4, 3, 0.99))
+    _save_run(run_dir, cfg, _learner(cfg), env_steps=0, replay=Replay.of(2400, 2, 4))
     check_resume(cfg)
     with pytest.raises(snapshot.ReplayFileError, match=r"env stream count \(\(--num-collectors \+ --ray-collectors\) "
                                                        r"x --envs-per-collector\) 8 but this run has 12"):
@@ -134,7 +134,7 @@ def _flip_a_third_in(path):
 
 
 def _drop_env_steps(path):
-    replay = Replay(400, 1, 4, 4, 3, 0.99)
+    replay = Replay.of(400, 1, 4)
     snapshot.load(replay, path, CATCH, 4)
     snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4})
 
@@ -172,3 +172,16 @@ def test_a_resume_takes_the_bar_from_the_kept_weights_themselves(tmp_path):
     assert kept_scores(tmp_path, "distance") == {}  # another metric's scores are no bar
     ckpt.save(tmp_path / "best.pt", base)  # a file from before the weights carried their score
     assert kept_scores(tmp_path, "return") == {"best_eval.pt": 0.75}
+
+
+def test_counters_are_read_back_as_written_and_old_checkpoints_fill_the_gaps():
+    from pipeline.records.counters import RunCounters
+
+    now = RunCounters(env_steps=123_456, episodes=78, samples_trained=9_000, wall_s=61.5, epoch=12, launches=3,
+                      best_score=-4.5, best_eval=7.0)
+    saved = now.to_checkpoint("return", 0.01)
+    assert saved["best_metric"] == "return" and saved["epsilon"] == 0.01
+    assert RunCounters.from_checkpoint(saved) == now
+    # a checkpoint from before launches and best scores were saved: its step count set the seeds apart
+    old = RunCounters.from_checkpoint({"env_steps": 5_000, "episodes": 2, "samples_trained": 64, "epoch": 1, "wall_s": 3.0})
+    assert old == RunCounters(5_000, 2, 64, 3.0, 1, launches=5_000)

@@ -141,7 +141,7 @@ def test_stop_drains_what_arrived_after_the_last_drain():
     thread's last drain, then the stop: both reach the replay, with the games they finish."""
     ring = Ring.create("test_last_drain", 256)
     try:
-        replay = Replay(2000, 2, M, 4, 3, 0.97, seed=0)
+        replay = Replay.of(2000, 2, M, frame_stack=4, n_step=3, gamma=0.97, seed=0)
         src = RemoteSource(None, 1, "node")
         logging, resume = threading.Event(), threading.Event()
 
@@ -163,7 +163,7 @@ def test_stop_drains_what_arrived_after_the_last_drain():
         assert cons.pending() == 0, "records that arrived before the stop were left behind"
         assert cons.processed == len(ring_frames) + len(ray_frames)
         assert cons.episodes_total == _games(ring_fields) + _games(ray_fields) > 0
-        assert len(cons.finished) == cons.episodes_total  # for the trainer's last take_episodes
+        assert len(cons.finished) == cons.episodes_total  # for the books' last take after the stop
     finally:
         ring.close()
 
@@ -189,7 +189,7 @@ def test_stopped_ray_intake_receives_the_batches_finished_before_the_stop(monkey
     intake = _intake([src])
     intake.stop()
     assert len(src.ready) == 1 and [ref for ref, _, _ in src.in_flight] == ["playing"]
-    replay = Replay(2000, 2, M, 4, 3, 0.97, seed=0)
+    replay = Replay.of(2000, 2, M, frame_stack=4, n_step=3, gamma=0.97, seed=0)
     cons = Consolidator([], replay, 1024, lambda _line: None, 1e9, remote=intake)
     cons.stop_event.set()
     cons.run()  # the thread's body, its stop already asked for

@@ -32,7 +32,8 @@ class Milestone:
 
 
 class ScoreTracker:
-    """Rolling mean of the last ``window`` games and the first crossing of each milestone.
+    """The last ``window`` games: their rolling mean score, the first crossing of each
+    milestone, and the means an epoch's log line shows. The one place the last-20 mean is taken.
 
     A milestone counts only once ``window`` games are in the mean, so one lucky early game does
     not count as a score."""
@@ -42,36 +43,38 @@ class ScoreTracker:
             raise ValueError(f"score metric {metric!r}: choose one of {METRICS}")
         self.milestones = sorted(float(m) for m in milestones)
         self.window, self.metric = window, metric
-        self.recent: collections.deque = collections.deque(maxlen=window)
+        self.recent: collections.deque = collections.deque(maxlen=window)  # episodes.jsonl rows
         self.reached: dict[float, Milestone] = {}
         self.games = 0
         self.best: float | None = None
 
-    def value_of(self, ep: dict) -> float:
-        return float(ep["return"] if self.metric == "return" else ep["distance"])
-
     @property
     def mean(self) -> float | None:
-        return statistics.fmean(self.recent) if len(self.recent) == self.window else None
+        """The score: the mean of the last ``window`` games, None before there are that many."""
+        return self.window_means()[self.metric] if len(self.recent) == self.window else None
 
-    def add(self, value: float, minutes: float, env_steps: int, updates: int, samples_trained: int) -> list[Milestone]:
-        """One whole game's score; returns the milestones it made the rolling mean reach."""
-        self.recent.append(value)
+    def window_means(self) -> dict[str, float | None]:
+        """Mean return, length, distance and flag rate of the games in the window, however many
+        (None where there are none, or no game reports the field)."""
+        def mean(key):
+            values = [float(r[key]) for r in self.recent if key in r]
+            return statistics.fmean(values) if values else None
+        return {"return": mean("return"), "length": mean("length"), "distance": mean("distance"), "flag": mean("flag")}
+
+    def add_row(self, row: dict) -> list[Milestone]:
+        """One whole game, as its ``episodes.jsonl`` row (see ``episode_row``); returns the
+        milestones it made the rolling mean reach."""
+        self.recent.append(row)
         self.games += 1
         mean = self.mean
         if mean is None:
             return []
         self.best = mean if self.best is None else max(self.best, mean)
-        new = [Milestone(m, minutes, env_steps, updates, samples_trained, self.games)
+        new = [Milestone(m, row["wall_s"] / 60, row["env_steps"], row["updates"], row["samples_trained"], self.games)
                for m in self.milestones if m not in self.reached and mean >= m]
         for m in new:
             self.reached[m.value] = m
         return new
-
-    def add_row(self, row: dict) -> list[Milestone]:
-        """One ``episodes.jsonl`` row (see ``episode_row``)."""
-        return self.add(self.value_of(row), row["wall_s"] / 60, row["env_steps"], row["updates"],
-                        row["samples_trained"])
 
     def summary(self) -> dict:
         return {"metric": self.metric, "window": self.window, "games": self.games, "best_mean": self.best,

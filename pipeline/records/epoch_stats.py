@@ -1,7 +1,8 @@
 """Epoch statistics: what the learner loop gathers between two epoch ends, and the two
 ``[MAIN]`` lines and the metrics row it turns into.
 
-``EpochWindow`` is filled by the trainer (one ``add_update`` per update, timers for waiting);
+``EpochWindow`` is filled by the trainer (one ``add_update`` per update, timers for waiting)
+from one ``PathMark`` to the next;
 ``epoch_report`` is a pure function of the window and the counters at the epoch's end, so the
 log format and the metrics' names live in one place.
 """
@@ -12,13 +13,20 @@ import time
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class PathMark:
+    """Where the data path stands at one moment: an epoch window's start and its end."""
+    t: float                      # time.monotonic()
+    env_steps: int                # the run's agent steps
+    updates: int                  # the learner's updates
+    collector_ns: dict            # collector time by activity (env, act, queue_wait, throttle), summed
+    consolidation_s: float        # the consolidation thread's busy seconds
+    drops: int = 0                # ring records dropped (--drop-when-full)
+
+
 @dataclass
 class EpochWindow:
-    t: float                      # time.monotonic() at the window's start
-    env_steps: int                # the run's agent steps then
-    updates: int                  # the learner's updates then
-    collector_ns: dict            # collector time by activity then (Trainer.collector_time_ns)
-    consolidation_s: float        # the consolidation thread's busy seconds then
+    start: PathMark
     losses: list = field(default_factory=list)
     td_errors: list = field(default_factory=list)
     q_means: list = field(default_factory=list)
@@ -37,18 +45,13 @@ class EpochWindow:
 
 @dataclass(frozen=True)
 class EpochEnd:
-    """The counters at an epoch's end, beside the window."""
+    """The run's counters at an epoch's end, beside the window."""
+    at: PathMark
     epoch: int
-    t: float
-    env_steps: int
-    updates: int
-    collector_ns: dict
-    consolidation_s: float
-    games: list                   # the last SCORE_WINDOW whole games (episodes.Episode)
+    games: dict                   # the last SCORE_WINDOW games' means (ScoreTracker.window_means)
     episodes_total: int
     epsilon: float
     buffer: int
-    drops: int
     samples_trained: int
     batch: int                    # samples per update
     mario: bool
@@ -78,14 +81,12 @@ def speed(seconds: float, env_steps: int, updates: int, update_s: float, collect
 
 def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     """The epoch's two log lines and its metrics.jsonl row."""
-    dt = max(e.t - w.t, 1e-9)
-    games = e.games
-    ret = _mean(g.ret for g in games)
-    length = _mean(g.length for g in games)
-    dist = _mean(g.x_pos for g in games) if e.mario else None
+    a, b = w.start, e.at
+    dt = max(b.t - a.t, 1e-9)
+    ret, length, dist = e.games["return"], e.games["length"], e.games["distance"] if e.mario else None
     loss, td, q_mean, grad_norm = _mean(w.losses), _mean(w.td_errors), _mean(w.q_means), _mean(w.grad_norms)
-    r = speed(dt, e.env_steps - w.env_steps, e.updates - w.updates, w.update_s,
-              {k: e.collector_ns[k] - w.collector_ns[k] for k in e.collector_ns})
+    r = speed(dt, b.env_steps - a.env_steps, b.updates - a.updates, w.update_s,
+              {k: b.collector_ns[k] - a.collector_ns[k] for k in b.collector_ns})
     sps, ups, busy, share = r["env_steps_per_s"], r["updates_per_s"], r["learner_busy"], r["collector_share"]
     tail = f"Distance: {_fmt(dist, '.1f')}" if e.mario else f"Length: {_fmt(length, '.0f')}"
     lines = [
@@ -93,20 +94,20 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"Reward: {_fmt(ret, '.2f')}, {tail}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}",
         f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
-        f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (e.consolidation_s - w.consolidation_s) / dt:.0f}% | "
+        f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (b.consolidation_s - a.consolidation_s) / dt:.0f}% | "
         f"collectors: env {100 * share['env']:.0f}%, act {100 * share['act']:.0f}%, "
         f"queue-wait {100 * share['queue_wait']:.0f}%, throttled {100 * share['throttle']:.0f}% | "
         f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}",
     ]
-    row = {"epoch": e.epoch, "env_steps": e.env_steps, "updates": e.updates, "wall_s": round(e.wall_s, 3),
+    row = {"epoch": e.epoch, "env_steps": b.env_steps, "updates": b.updates, "wall_s": round(e.wall_s, 3),
            "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "epsilon": e.epsilon, "return_mean": ret,
-           "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": e.drops,
+           "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": b.drops,
            "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,
            "collector_queue_wait": share["queue_wait"], "collector_throttled": share["throttle"]}
     if e.mario:
         row["distance_mean"] = dist
-        row["flag_rate"] = _mean(g.flag for g in games)
+        row["flag_rate"] = e.games["flag"]
     return lines, row
 
 

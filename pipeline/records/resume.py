@@ -4,27 +4,14 @@ every random state, and the replay saved beside the final checkpoint."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from wrappers.registry import is_mario
 
 from ..replay import Storage, snapshot
 from . import checkpoint as ckpt
+from .counters import RunCounters
 from .files import BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, REPLAY_NAME
-
-
-@dataclass
-class RunCounters:
-    """Where the run stood when this process started (all zero for a new run)."""
-    env_steps: int = 0          # agent steps played
-    episodes: int = 0           # games finished
-    samples_trained: int = 0
-    wall_s: float = 0.0         # the run's wall clock
-    epoch: int = 0
-    launches: int = 0           # collector starts: each start's seeds differ from every earlier one's
-    best_score: float = float("-inf")  # best mean of the last 20 games at an epoch end (best.pt)
-    best_eval: float = float("-inf")   # best --eval-interval evaluation (best_eval.pt)
 
 
 def check_resume(cfg) -> None:
@@ -76,11 +63,7 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
         log(f"[MAIN] {path} was trained without fp16 loss scaling (CPU bf16 or fp32); this run uses fp16: its "
             "GradScaler starts at the initial scale")
     c = state["counters"]
-    counters = RunCounters(int(c["env_steps"]), int(c["episodes"]), int(c["samples_trained"]), float(c["wall_s"]),
-                           int(c["epoch"]),
-                           # a checkpoint from before launches were counted: its step count still sets the seeds apart
-                           int(c.get("collector_launches", c["env_steps"])),
-                           float(c.get("best_score", float("-inf"))), float(c.get("best_eval", float("-inf"))))
+    counters = RunCounters.from_checkpoint(c)
     # checkpoints before best_metric was saved measured Mario in distance and the rest in return
     was = c.get("best_metric", "distance" if is_mario(cfg.env) else "return")
     if was != cfg.run.score_metric:

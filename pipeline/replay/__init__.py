@@ -10,15 +10,34 @@ from .writer import StreamWriter
 
 
 class Replay:
-    def __init__(self, capacity: int, num_collectors: int, envs_per_collector: int, frame_stack: int,
-                 n_step: int, gamma: float, prioritized: bool = False, alpha: float = 0.6, beta: float = 0.4,
-                 seed: int = 0, frame_shape=(84, 84)):
-        self.storage = Storage(capacity, num_collectors * envs_per_collector, frame_shape)
-        self.sampler = (PrioritizedSampler(self.storage, alpha, beta, seed) if prioritized
-                        else UniformSampler(self.storage, seed))
-        self.writer = StreamWriter(self.storage, envs_per_collector,
-                                   on_write=self.sampler.on_write if prioritized else None)
+    """Batches of n-step transitions from its three parts: ``storage`` holds the records,
+    ``writer`` puts the consolidation thread's ring records into it and tells ``sampler``,
+    which picks what a batch is made of. ``from_config`` builds the run's; ``of`` names each
+    number, for tests and benchmarks that build one by hand."""
+
+    def __init__(self, storage: Storage, sampler: UniformSampler, writer: StreamWriter, frame_stack: int,
+                 n_step: int, gamma: float):
+        self.storage, self.sampler, self.writer = storage, sampler, writer
         self.frame_stack, self.n_step, self.gamma = frame_stack, n_step, gamma
+
+    @classmethod
+    def of(cls, capacity: int, num_collectors: int, envs_per_collector: int, *, frame_stack: int = 4,
+           n_step: int = 3, gamma: float = 0.99, prioritized: bool = False, alpha: float = 0.6, beta: float = 0.4,
+           seed: int = 0, frame_shape=(84, 84)) -> Replay:
+        """``capacity`` transitions over one stream per env (``num_collectors`` x
+        ``envs_per_collector``); ``prioritized``: proportional PER with ``alpha`` and ``beta``."""
+        storage = Storage(capacity, num_collectors * envs_per_collector, frame_shape)
+        sampler = (PrioritizedSampler(storage, alpha, beta, seed) if prioritized else UniformSampler(storage, seed))
+        return cls(storage, sampler, StreamWriter(storage, envs_per_collector, sampler.on_write), frame_stack, n_step,
+                   gamma)
+
+    @classmethod
+    def from_config(cls, cfg) -> Replay:
+        """The run's replay: one stream per env of every collector, local and Ray's."""
+        rep, col = cfg.replay, cfg.collectors
+        return cls.of(rep.buffer_size, col.total_collectors, col.envs_per_collector,
+                      frame_stack=cfg.env_options.frame_stack, n_step=rep.n_step, gamma=rep.gamma,
+                      prioritized=rep.prioritized, alpha=rep.per_alpha, beta=rep.per_beta, seed=cfg.seed)
 
     def __len__(self) -> int:
         return len(self.storage)
@@ -36,15 +55,24 @@ class Replay:
                 "next_obs": next_obs, "weights": weights, "stream": s, "pos": p, "seq": seq}
 
     def update_priorities(self, stream, pos, td_abs, seq=None) -> None:
-        """Priorities from a trained batch's TD errors. ``seq``: the batch's ``"seq"``. The writer
-        goes on while the learner trains, so a sampled slot may hold a newer record by now; that
-        record keeps the priority it was written with, not the TD error of the one it replaced."""
-        if self.sampler.prioritized:
-            with self.storage.lock:
-                if seq is not None:
-                    same = self.storage.sequence(stream, pos) == seq
-                    stream, pos, td_abs = stream[same], pos[same], td_abs[same]
-                self.sampler.update(stream, pos, td_abs)
+        """Priorities from a trained batch's TD errors (an array or a tensor; the uniform sampler
+        ignores them, without a copy from the device). ``seq``: the batch's ``"seq"``."""
+        self.sampler.update(stream, pos, td_abs, seq)
+
+    def anneal(self, progress: float) -> None:
+        """Where the run is (0..1), for a sampler whose correction follows it."""
+        self.sampler.anneal(progress)
+
+    def count_valid(self) -> tuple[int, int]:
+        """(stored records that can start a sampled transition, stored records): one pass over
+        the storage, under its lock."""
+        st = self.storage
+        with st.lock:
+            filled = np.minimum(st.written, st.stream_len)
+            streams = np.repeat(np.arange(st.num_streams), filled)
+            positions = np.arange(len(streams)) - np.repeat(np.cumsum(filled) - filled, filled)
+            valid = st.valid(streams, positions, self.frame_stack, self.n_step)
+            return int(valid.sum()), len(streams)
 
 
 __all__ = ["Replay", "Storage", "StreamWriter", "UniformSampler", "PrioritizedSampler"]

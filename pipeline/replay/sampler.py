@@ -8,6 +8,8 @@ from .storage import Storage
 
 
 class UniformSampler:
+    """Every stored transition alike. Has the prioritized sampler's hooks, as no-ops, so the
+    replay and the trainer treat both the same."""
     prioritized = False
 
     def __init__(self, storage: Storage, seed: int = 0):
@@ -33,8 +35,14 @@ class UniformSampler:
             s[bad], p[bad] = self._draw(int(bad.sum()))
         raise RuntimeError("replay has too few valid transitions to sample from")
 
-    def update(self, s, p, td_abs) -> None:
-        pass
+    def on_write(self, s, p, flags) -> None:
+        """New records were written at (streams ``s``, positions ``p``); the storage lock is held."""
+
+    def update(self, s, p, td_abs, seq=None) -> None:
+        """A trained batch's TD errors at (``s``, ``p``): nothing to do for uniform sampling."""
+
+    def anneal(self, progress: float) -> None:
+        """Where the run is (0..1): nothing to do for uniform sampling."""
 
 
 class SumTree:
@@ -102,9 +110,18 @@ class PrioritizedSampler(UniformSampler):
         w = (len(self.storage) * np.maximum(prob, 1e-12)) ** (-self.beta)
         return s, p, (w / w.max()).astype(np.float32)
 
-    def update(self, s, p, td_abs) -> None:
-        if not len(s):  # every slot of the batch was rewritten since it was sampled
-            return
-        pri = np.abs(td_abs) + 1e-6
-        self.max_priority = max(self.max_priority, float(pri.max()))
-        self.tree.set(s * self.storage.stream_len + p, pri ** self.alpha)
+    def update(self, s, p, td_abs, seq=None) -> None:
+        """New priorities from a trained batch's TD errors. ``seq``: the batch's ``"seq"``. The
+        writer goes on while the learner trains, so a sampled slot may hold a newer record by now;
+        that record keeps the priority it was written with, not the TD error of the one it replaced."""
+        if hasattr(td_abs, "cpu"):  # a tensor on the learner's device
+            td_abs = td_abs.float().cpu().numpy()
+        with self.storage.lock:
+            if seq is not None:
+                same = self.storage.sequence(s, p) == seq
+                s, p, td_abs = s[same], p[same], td_abs[same]
+            if not len(s):  # every slot of the batch was rewritten since it was sampled
+                return
+            pri = np.abs(td_abs) + 1e-6
+            self.max_priority = max(self.max_priority, float(pri.max()))
+            self.tree.set(s * self.storage.stream_len + p, pri ** self.alpha)

@@ -8,10 +8,10 @@ from .storage import Storage
 
 
 class StreamWriter:
-    def __init__(self, storage: Storage, envs_per_collector: int, on_write=None):
+    def __init__(self, storage: Storage, envs_per_collector: int, on_write):
         self.storage = storage
         self.envs_per_collector = envs_per_collector
-        self.on_write = on_write  # e.g. the prioritized sampler, to give new records max priority
+        self.on_write = on_write  # the sampler's hook: the prioritized one gives new records max priority
 
     def write(self, collector: int, frames: np.ndarray, fields: dict) -> None:
         st = self.storage
@@ -41,8 +41,7 @@ class StreamWriter:
             uniq = sorted_s[starts]
             st.pos[uniq] = (st.pos[uniq] + counts) % st.stream_len
             st.written[uniq] += counts
-            if self.on_write is not None:  # under the lock, like every other sampler update
-                self.on_write(s, p, fields["flags"])
+            self.on_write(s, p, fields["flags"])  # under the lock, like every other sampler update
 
     def _close_broken_stream(self, s: int, p: int, index: int) -> None:
         """A FIRST record whose predecessor did not end an episode means the stream broke (a

@@ -1,0 +1,203 @@
+"""The learner process's parts, built from the config in one place (``build_pipeline``), in the
+order a run needs them: the learner and the replay, where the run stood (``--resume``), its
+books, the periodic evaluation, then the shared memory, the collector processes and the threads
+between them. ``Pipeline`` holds the parts and answers what the trainer's loop asks of them
+together; ``stop_workers`` and ``release`` end them."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import random
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from config_optimized import Config
+from models.weights import flat_size
+from wrappers import count_actions
+
+from . import shm
+from .consolidator import Consolidator
+from .control import ControlBlock
+from .distributed.no_ray import NoRayCollectors
+from .evaluation.periodic_eval import PeriodicEval
+from .learner import Learner, flush_denormals
+from .prefetch import Prefetcher
+from .ratio import ReplayRatio, shares
+from .records.books import RunBooks
+from .records.counters import RunCounters
+from .records.epoch_stats import EpochWindow, PathMark
+from .records.files import CHECKPOINT_NAME
+from .records.resume import resume, save_replay
+from .replay import Replay
+from .ring import Ring
+from .settings.hardware import Hardware, learner_threads, resolve_device
+from .supervisor import Collectors
+
+PLANNED_STOPS = ("total_steps", "time_limit", "target_score")  # a stop that lets a running evaluation finish
+
+
+@dataclass
+class Pipeline:
+    cfg: Config
+    device: torch.device
+    threads: int                    # the learner's torch threads
+    n_actions: int
+    learner: Learner
+    replay: Replay
+    books: RunBooks
+    evals: PeriodicEval
+    control: ControlBlock           # weights, agent steps and the stop flag, shared with the collectors
+    rings: list                     # one Ring per collector process
+    collectors: Collectors          # the collector processes and their supervisor
+    remote: object                  # RayCollectors with --ray-collectors, else NoRayCollectors
+    consolidator: Consolidator      # thread: rings -> replay
+    prefetcher: Prefetcher          # thread: replay -> batches on the learner's device
+    ratio: ReplayRatio              # samples trained per agent step, both ways
+
+    # ------------------------------------------------------------------ what the loop asks
+    def env_steps(self) -> int:
+        """Agent steps played: the ones that reached the replay, and the ones a full ring dropped."""
+        return self.books.start.env_steps + self.consolidator.env_steps + self.consolidator.dropped_steps()
+
+    def blocks(self) -> list:
+        """Each collector's counters and allowance: the rings' blocks, then the Ray collectors'."""
+        return [r.block for r in self.rings] + [s.block for s in self.remote.sources]
+
+    def collector_time_ns(self) -> dict:
+        """Collector time by activity, summed over collectors (env, act, queue_wait, throttle)."""
+        per = [b.timings_ns() for b in self.blocks()]
+        return {k: sum(t[k] for t in per) for k in ("env", "act", "queue_wait", "throttle")}
+
+    def mark(self, t: float) -> PathMark:
+        return PathMark(t, self.env_steps(), self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s,
+                        self.consolidator.drops())
+
+    def set_allowance(self, steps: int, samples_trained_run: int, hold: bool = False) -> None:
+        """Hold collectors back when the learner falls behind the replay ratio (or all of them,
+        ``hold``): the headroom is the collectors' together, each gets its share."""
+        headroom = 0 if hold else self.ratio.allowance(steps, samples_trained_run, self.consolidator.pending())
+        blocks = self.blocks()
+        for block, share in zip(blocks, shares(headroom, len(blocks))):
+            block.allow(share)
+
+    def publish(self) -> None:
+        """The learner's weights to every collector: shared memory, and the object store for Ray's."""
+        self.learner.require_finite()
+        self.control.publish(self.learner.model)
+        self.remote.publish(self.learner.model)
+
+    def take_games(self) -> bool:
+        """Book the games finished since the last call; True when the score reached --target-score."""
+        fin = self.consolidator.finished
+        return self.books.add_games([fin.popleft() for _ in range(len(fin))], self.learner.updates)
+
+    def end_epoch(self, window: EpochWindow, t: float) -> None:
+        self.take_games()
+        self.books.end_epoch(window, self.mark(t), self.collectors.launches, self.evals.best)
+
+    def save_checkpoint(self, name: str = CHECKPOINT_NAME, best: dict | None = None) -> Path:
+        return self.books.save_checkpoint(self.env_steps(), self.collectors.launches, self.evals.best, name, best)
+
+    def save_replay(self) -> None:
+        save_replay(Path(self.cfg.run.run_dir), self.cfg, self.replay, self.env_steps(), self.books.log)
+
+    # ------------------------------------------------------------------ start and end
+    def start(self) -> None:
+        self.consolidator.start()
+        self.remote.start()
+
+    def stop_workers(self, stop_reason: str | None) -> None:
+        """Stop and join every collector, then the threads, so the counters are final."""
+        self.control.request_stop()
+        self.collectors.join()
+        self.remote.stop()
+        for t in (self.consolidator, self.prefetcher):
+            if t.is_alive():
+                t.stop_event.set()
+                t.join(timeout=5)
+        if stop_reason in PLANNED_STOPS:
+            self.evals.finish(wait_s=120)  # a planned stop keeps the evaluation under way
+        self.evals.close()
+
+    def release(self) -> None:
+        """Unlink every shared-memory segment and close the run's files (not the log: its owner's)."""
+        for ring in self.rings:
+            ring.close()
+        self.control.close()
+        self.collectors.close()
+        self.remote.close()
+        self.books.close()
+
+
+def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: float) -> Pipeline:
+    """Every part of the run, each handed the parts it uses. A part that fails releases the ones
+    made before it (processes stopped, shared memory unlinked, files closed) and the error goes on.
+    ``log``: the run folder's log; ``t_start``: when the user started the run (time.monotonic())."""
+    col, rep, lrn, run = cfg.collectors, cfg.replay, cfg.learner, cfg.run
+    for note in notes:
+        log(f"[MAIN] {note}")
+    stale = shm.remove_stale_segments()
+    if stale:
+        log(f"[MAIN] Removed {len(stale)} shared-memory segments left by a dead run: {', '.join(stale[:4])}")
+    device = torch.device(resolve_device(cfg.device, hw))
+    if not flush_denormals() and device.type == "cpu":
+        log("[MAIN] Warning: denormal floats are not flushed to zero on every torch thread of the learner (torch "
+            "ran parallel work in this process before the run, or the CPU cannot): its updates may slow down as "
+            "Adam's state decays; start the run in a fresh process")
+    threads = learner_threads(lrn.learner_threads, col.num_collectors, hw)
+    torch.set_num_threads(threads)
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    n_actions = count_actions(cfg.env, cfg.env_options)  # also proves the env builds here
+    learner = Learner(lrn, cfg.env_options.frame_stack, n_actions, device)
+    replay = Replay.from_config(cfg)
+    # where the run stood before this process, and the agent steps into the replay before training (again)
+    start, refill = (resume(Path(run.run_dir), cfg, n_actions, learner, replay, log) if run.resume
+                     else (RunCounters(), lrn.learning_starts))
+    with ExitStack() as undo:
+        books = RunBooks(cfg, hw, log, notes, start, t_start, learner, replay, n_actions)
+        undo.callback(books.close)
+        every = run.eval_interval
+        evals = PeriodicEval(Path(run.run_dir), every, run.eval_episodes, run.eval_epsilon, run.score_metric,
+                             cfg.seed + 7_919, log, start.best_eval,
+                             (start.env_steps // every + 1) * every if every else 0)
+        undo.callback(evals.close)
+        n_weights = flat_size(learner.model)
+        control = ControlBlock.create(n_weights)
+        undo.callback(control.close)
+        control.global_steps = start.env_steps
+        remote = NoRayCollectors()
+        if col.ray_collectors:  # first: a cluster that cannot take them stops the run before any process starts
+            from .distributed.intake import RayCollectors
+
+            remote = RayCollectors(cfg, n_weights, lambda: control.global_steps, log, start.launches)
+            undo.callback(remote.close)
+            undo.callback(remote.stop)
+        learner.require_finite()  # collectors act only with the learner's weights
+        control.publish(learner.model)
+        remote.publish(learner.model)
+        rings = []
+        for i in range(col.num_collectors):  # one by one: each made is released if a later one fails
+            rings.append(Ring.create(f"ring{i}", col.queue_capacity))
+            undo.callback(rings[-1].close)
+        collectors = Collectors(mp.get_context(col.start_method), cfg, [r.name for r in rings], control.name,
+                                n_weights, log, start.launches, remote)
+        undo.callback(collectors.close)
+        undo.callback(collectors.join)
+        undo.callback(control.request_stop)
+        consolidator = Consolidator(rings, replay, rep.consolidation_batch, log, run.consolidation_log_interval, remote)
+        prefetcher = Prefetcher(replay, learner, lrn.batch_size, rep.prefetch_batches)
+        ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, start.env_steps + refill, col.env_streams)
+        undo.pop_all()  # every part is made: from here the trainer's stop_workers and release end them
+    log(f"[MAIN] {cfg.env}: {n_actions} actions, device {device}, profile {cfg.profile}, "
+        f"{col.num_collectors} collector(s) x {col.envs_per_collector} envs ({col.start_method}), "
+        f"batch {lrn.batch_size} x {lrn.grad_accum_steps}, replay ratio {lrn.replay_ratio:g}, "
+        f"amp {learner.amp_dtype}, compile {lrn.compile}, learner threads {threads}, "
+        f"replay {rep.buffer_size:,} x {replay.storage.bytes_per_transition():,.0f} B, "
+        f"collector seeds {', '.join(map(str, collectors.seeds))}")
+    return Pipeline(cfg, device, threads, n_actions, learner, replay, books, evals, control, rings, collectors,
+                    remote, consolidator, prefetcher, ratio)
