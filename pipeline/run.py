@@ -13,6 +13,7 @@ from pathlib import Path
 from config_optimized import Config, ConfigError
 
 from . import shm
+from .bf16_probe import probe_this_cpu
 from .distributed.errors import RayClusterError
 from .learner import TrainingDiverged, flush_denormals
 from .records import checkpoint as ckpt
@@ -45,7 +46,8 @@ def prepare_run(args):
     """Config layers, run folder, validation and the resume checks: every refusal happens here,
     before any process starts. ``args``: the parsed command line or a dict of Config fields (plus
     ``config``). Returns the config, the hardware and the notes for the run log."""
-    flush_denormals()  # before the hardware probe's torch threads: they inherit it (the trainer checks)
+    flush_denormals()  # before the bf16 probe's torch threads: they inherit it (the trainer checks)
+    probe_this_cpu()  # the learner's bf16 speed on this CPU, once per CPU model: the profile's precision follows it
     res = resolve_config(args)
     cfg, hw = resolve_run_dir(res.cfg), res.hw
     notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes

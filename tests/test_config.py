@@ -186,20 +186,23 @@ def test_cpu_profiles_use_bf16_only_where_it_was_measured_faster(speedup, amp):
 
 
 def test_bf16_speedup_is_measured_once_per_cpu_model(tmp_path, monkeypatch):
+    from pipeline import bf16_probe
     from pipeline.settings import hardware
 
     monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
     calls = []
-    monkeypatch.setattr(hardware, "measure_bf16_speedup", lambda: calls.append(1) or 0.72)
-    assert hardware.bf16_speedup("cpu A") == 0.72 and hardware.bf16_speedup("cpu A") == 0.72
-    assert len(calls) == 1
-    assert hardware.bf16_speedup("cpu B") == 0.72 and len(calls) == 2
+    monkeypatch.setattr(bf16_probe, "measure_bf16_speedup", lambda: calls.append(1) or 0.72)
+    assert hardware.cached_bf16_speedup("cpu A") == 0.0  # resolving a config never measures
+    assert bf16_probe.bf16_speedup("cpu A") == 0.72 and bf16_probe.bf16_speedup("cpu A") == 0.72
+    assert len(calls) == 1 and hardware.cached_bf16_speedup("cpu A") == 0.72
+    assert bf16_probe.bf16_speedup("cpu B") == 0.72 and len(calls) == 2
     (tmp_path / hardware.SPEEDUP_FILE).write_text("not json")
-    assert hardware.bf16_speedup("cpu A") == 0.72 and len(calls) == 3  # a broken file is measured anew
+    assert hardware.cached_bf16_speedup("cpu A") == 0.0
+    assert bf16_probe.bf16_speedup("cpu A") == 0.72 and len(calls) == 3  # a broken file is measured anew
 
 
 def test_bf16_speedup_probe_times_both_precisions():
-    from pipeline.settings.hardware import measure_bf16_speedup
+    from pipeline.bf16_probe import measure_bf16_speedup
 
     assert 0.05 < measure_bf16_speedup(steps=1) < 20
 

@@ -45,6 +45,7 @@ LAYERS = {
     "pipeline.prefetch": 2,
     "pipeline.ratio": 2,
     "pipeline.learner": 2,
+    "pipeline.bf16_probe": 2,
     "pipeline.distributed.no_ray": 2,  # the data path's stand-in for Ray's intake: imports nothing
     "pipeline.distributed.errors": 2,  # the Ray error the data path catches, apart from the code that talks to Ray
     # 3: run records, evaluation, configuration
@@ -116,10 +117,6 @@ def all_imports(tree: ast.Module):
 # the resolved config through pipeline.settings.layers, which imports the config).
 LAZY_ALLOWED = {
     ("config_optimized", "pipeline.settings.layers"): "the entry point `python config_optimized.py` (show)",
-    # The bf16 probe (a few training steps of the default network, cached per CPU model) runs
-    # while the hardware is detected; it belongs to the learner's start-up.
-    ("pipeline.settings.hardware", "models"): "the bf16 probe builds the default network",
-    ("pipeline.settings.hardware", "pipeline.records.record"): "the bf16 probe caches its result",
 }
 
 

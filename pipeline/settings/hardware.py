@@ -21,7 +21,8 @@ class Hardware:
     gpu_mem_bytes: int
     mps: bool
     # A learner step's speed in bf16 over fp32 on this CPU, measured once per CPU model and torch
-    # version (bf16_speedup); 0.0 where nobody measured it (no bf16 instructions, a CUDA machine).
+    # version at the first training run's start-up (pipeline/bf16_probe.py); 0.0 where not yet
+    # measured (bf16_pays then trusts the instructions), or not wanted (no bf16 instructions, CUDA).
     cpu_bf16_speedup: float = 0.0
     # A C++ compiler on PATH ($CXX, else g++, as inductor looks), which torch.compile's CPU code generation needs.
     cpp_compiler: bool = False
@@ -53,65 +54,33 @@ BF16_MIN_SPEEDUP = 1.1
 SPEEDUP_FILE = "cpu-bf16-speedup.json"
 
 
-def measure_bf16_speedup(steps: int = 6) -> float:
-    """The speed of a training step of the default network (BatchNorm DQN, batch 32,
-    channels_last, forward and backward) under bf16 autocast over the same step in fp32, on this
-    process's torch threads: medians of interleaved steps, so a busy machine slows both alike.
-    About one to three seconds."""
-    import statistics
-    import time
-
+def speedup_key(cpu_model: str) -> str:
+    """Where a bf16 speedup is kept in SPEEDUP_FILE: it holds for one CPU model and torch version."""
     import torch
 
-    from models import build_model
-
-    torch.manual_seed(0)
-    model = build_model("batchnorm", 4, 6).to(memory_format=torch.channels_last)
-    x = torch.randint(0, 256, (32, 4, 84, 84), dtype=torch.uint8).contiguous(memory_format=torch.channels_last)
-
-    def step(bf16: bool) -> float:
-        t0 = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = model(x).float().square().mean()
-        loss.backward()
-        model.zero_grad(set_to_none=True)
-        return time.perf_counter() - t0
-
-    for bf16 in (False, True, False, True):  # oneDNN builds its kernels on first use
-        step(bf16)
-    times = {False: [], True: []}
-    for _ in range(steps):
-        for bf16 in (False, True):
-            times[bf16].append(step(bf16))
-    return statistics.median(times[False]) / statistics.median(times[True])
+    return f"{cpu_model} | torch {torch.__version__}"
 
 
-def bf16_speedup(cpu_model: str) -> float:
-    """``measure_bf16_speedup`` for this CPU model, measured on the first call and kept in the
-    user's config folder (``config_optimized.profile_dir``) beside the autotuned profiles."""
+def known_bf16_speedups() -> tuple[Path, dict]:
+    """SPEEDUP_FILE, in the user's config folder (``config_optimized.profile_dir``, beside the
+    autotuned profiles), and the speedups it holds ({} where it is missing or unreadable)."""
     import json
-
-    import torch
 
     from config_optimized import profile_dir
 
-    key = f"{cpu_model} | torch {torch.__version__}"
     path = profile_dir() / SPEEDUP_FILE
     try:
         known = json.loads(path.read_text())
-        if isinstance(known.get(key), (int, float)) and known[key] > 0:
-            return float(known[key])
-    except (OSError, ValueError, AttributeError):
-        known = {}
-    speedup = measure_bf16_speedup()
-    from pipeline.records.record import write_json
+        return path, known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        return path, {}
 
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, {**known, key: round(speedup, 3)})
-    except OSError:
-        pass  # a read-only home: measured again next time
-    return speedup
+
+def cached_bf16_speedup(cpu_model: str) -> float:
+    """The bf16 speedup measured for this CPU model (``pipeline/bf16_probe.py``, at the first
+    training run's start-up), or 0.0 where it was never measured."""
+    value = known_bf16_speedups()[1].get(speedup_key(cpu_model))
+    return float(value) if isinstance(value, (int, float)) and value > 0 else 0.0
 
 
 def _meminfo() -> tuple[int, int]:
@@ -130,7 +99,7 @@ def _meminfo() -> tuple[int, int]:
             return total, total // 2
 
 
-def _cpu_info() -> tuple[str, bool, str]:
+def cpu_info() -> tuple[str, bool, str]:
     """(model name, bf16 instructions, "family F model M" or ""), from the first CPU's entry."""
     try:
         text = Path("/proc/cpuinfo").read_text()
@@ -156,14 +125,14 @@ def detect_hardware() -> Hardware:
     except AttributeError:
         cores = os.cpu_count() or 1
     total, avail = _meminfo()
-    model, bf16, cpu_id = _cpu_info()
+    model, bf16, cpu_id = cpu_info()
     cuda = torch.cuda.is_available()
     name, mem = None, 0
     if cuda:
         props = torch.cuda.get_device_properties(0)
         name, mem = props.name, props.total_memory
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-    speedup = bf16_speedup(model) if bf16 and not cuda else 0.0
+    speedup = cached_bf16_speedup(model) if bf16 and not cuda else 0.0
     cxx = shutil.which(os.environ.get("CXX") or "g++") is not None  # what inductor runs: $CXX, else g++
     return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx, cpu_id)
 
