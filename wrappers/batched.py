@@ -51,12 +51,16 @@ class KeepInfo(gym.Wrapper):
 
 
 class BatchedEnv:
-    def __init__(self, env_id: str, opts: EnvOptions, num_envs: int, num_threads: int = 1, native: bool = True):
-        """``native=False`` steps Atari through gymnasium's Python wrappers too (for comparisons)."""
+    def __init__(self, env_id: str, opts: EnvOptions, num_envs: int, num_threads: int = 1, native: bool = True,
+                 render_mode: str | None = None):
+        """``native=False`` steps Atari through gymnasium's Python wrappers too (for comparisons,
+        and to render: ``render_mode`` needs the Python envs)."""
         self.env_id, self.num_envs, self.mario = env_id, num_envs, is_mario(env_id)
         self.python_envs = self.mario or is_module_env_id(env_id) or not native  # stepped in Python, one by one
+        if render_mode is not None and not self.python_envs:
+            raise ValueError("render_mode needs native=False: ale-py's vector env does not render")
         if self.python_envs:
-            fns = [lambda: KeepInfo(make_single_frame_env(env_id, opts), BATCH_INFO) for _ in range(num_envs)]
+            fns = [lambda: KeepInfo(make_single_frame_env(env_id, opts, render_mode), BATCH_INFO) for _ in range(num_envs)]
             self.env = gym.vector.SyncVectorEnv(fns, copy=True, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
         else:
             from ale_py.vector_env import AtariVectorEnv
@@ -100,6 +104,14 @@ class BatchedEnv:
         self._prev_done = term | trunc
         frames = obs.reshape(self.num_envs, *obs.shape[-2:])
         return BatchStep(frames, np.asarray(rew, np.float32), term, trunc, reset, x_pos, flag)
+
+    def render_first(self) -> np.ndarray:
+        """The first env's screen (RGB), where the envs were made with a render_mode."""
+        return self.env.envs[0].render()
+
+    def render_fps(self) -> float | None:
+        """The frame rate the first env's metadata gives for its renders (Python envs)."""
+        return self.env.envs[0].metadata.get("render_fps") if self.python_envs else None
 
     def close(self):
         self.env.close()

@@ -48,7 +48,7 @@ def make_pixel_env(env_id: str, opts: EnvOptions, render_mode: str | None = None
     return gym.wrappers.ReshapeObservation(env, (1, *env.observation_space.shape))
 
 
-def make_single_frame_env(env_id: str, opts: EnvOptions) -> gym.Env:
+def make_single_frame_env(env_id: str, opts: EnvOptions, render_mode: str | None = None) -> gym.Env:
     """The same env without frame stacking or reward clipping, for collectors: they stack frames
     themselves (so the replay stores each frame once) and need raw rewards for the logs."""
-    return make_env(env_id, opts, frame_stack=1, clip_rewards=False)
+    return make_env(env_id, opts, render_mode, frame_stack=1, clip_rewards=False)

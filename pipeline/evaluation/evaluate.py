@@ -10,12 +10,12 @@ import statistics
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from config_optimized import FIELDS, Config
 from models import build_model
 
 from ..records import checkpoint as ckpt
+from ..transition import EP_END, FLAG_GET, LAST, TERM, TRUNC
 from ..settings.layers import as_trained, flatten
 
 
@@ -135,10 +135,70 @@ def eval_lock(folder: str | Path):
         os.close(fd)
 
 
+# Games played at once: one batched forward pass acts in all of them, as a collector's does.
+EVAL_ENVS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+    ret: float
+    length: int
+    distance: float       # Mario's furthest x position; NaN for other games
+    flag: bool
+    actions: str          # digest of the actions taken: equal digests, equal games
+
+
+def env_quotas(episodes: int, num_envs: int) -> list[int]:
+    """Games each env plays: fixed beforehand, so that short games, which end first, are not
+    over-counted (the bias of taking the first N games that end in a batch of envs)."""
+    return [episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)]
+
+
+def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=None) -> list[Game]:
+    """``episodes`` whole games, played through a collector's ``Rollout`` (the same env batch,
+    acting and records as training) with a fixed ``epsilon``; each env plays its quota
+    (``env_quotas``), and a game longer than ``max_steps`` agent steps is scored where it stands
+    and its env plays no more (its quota passes to the others). ``on_step(fields)``: after every step, with its records."""
+    quota = env_quotas(episodes, rollout.num_envs)
+    played: list[list[Game]] = [[] for _ in quota]
+    digests = [hashlib.sha1() for _ in quota]
+    retired = np.zeros(rollout.num_envs, bool)
+    while sum(map(len, played)) < episodes and not retired.all():
+        _, fields, _, _ = rollout.step(epsilon)
+        if on_step is not None:
+            on_step(fields)
+        flags = fields["flags"]
+        for i in range(rollout.num_envs):
+            if retired[i] or len(played[i]) >= quota[i]:
+                continue
+            if flags[i] & LAST:  # the action was ignored; the record carries the game that ended
+                over = bool(flags[i] & EP_END)
+            else:
+                digests[i].update(bytes((int(fields["action"][i]),)))
+                over = int(fields["ep_len"][i]) >= max_steps  # ep_len counts this step
+            if over:
+                played[i].append(Game(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
+                                      bool(flags[i] & FLAG_GET), digests[i].hexdigest()))
+                digests[i] = hashlib.sha1()
+                if not flags[i] & LAST:  # cut short: this env's game goes on, so it plays no more
+                    retired[i] = True
+                    left = quota[i] - len(played[i])
+                    quota[i] = len(played[i])
+                    others = [j for j in range(rollout.num_envs) if not retired[j]]
+                    for k in range(left if others else 0):
+                        quota[others[k % len(others)]] += 1
+    return [g for env_games in played for g in env_games]
+
+
 def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
              epsilon: float = 0.0, max_steps: int = 27_000, log=print) -> EvalResult:
-    from wrappers import make_env
+    """Play ``episodes`` whole games (no life-loss episodes, raw rewards) with the checkpoint's
+    weights, acting as the collectors do, in a batch of up to ``EVAL_ENVS`` envs built as
+    training builds them; ``video``: an MP4 of env 0's first game."""
+    from wrappers import BatchedEnv
     from wrappers.registry import is_mario, is_module_env_id
+
+    from ..rollout import Rollout
 
     digest = weights_digest(checkpoint) if ckpt.checkpoint_file(checkpoint).is_file() else ""
     state = ckpt.load(checkpoint)
@@ -151,47 +211,41 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     cfg = Config.of(**{**saved, **fills})
     meta = state["meta"]
     opts = dataclasses.replace(cfg.env_options, episodic_life=False, clip_rewards=False)
-    env = make_env(cfg.env, opts, render_mode="rgb_array" if video else None)
-    if int(env.action_space.n) != meta["n_actions"]:
+    # a video needs frames to render: the envs then step through gymnasium's Python wrappers
+    env = BatchedEnv(cfg.env, opts, min(episodes, EVAL_ENVS), native=video is None,
+                     render_mode="rgb_array" if video else None)
+    if env.n_actions != meta["n_actions"]:
+        env.close()
         raise ckpt.CheckpointError(f"checkpoint {checkpoint} has {meta['n_actions']} actions but {cfg.env} with "
-                                   f"these settings has {env.action_space.n}; was it trained with another action set?")
+                                   f"these settings has {env.n_actions}; was it trained with another action set?")
     model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"],
                         meta.get("quantiles", 0))  # checkpoints from before QR-DQN have none
     model.load_state_dict(state["learner"]["model"])
     model.eval()
-    rng = np.random.default_rng(seed)
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
-    fps = env.metadata.get("render_fps", 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)
+    fps = (env.render_fps() or 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
     mario = is_mario(cfg.env)
     res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint), weights_sha256=digest)
     try:
-        for ep in range(episodes):
-            obs, info = env.reset(seed=seed + ep)
-            ret, length, done, x_max = 0.0, 0, False, 0.0
-            actions = hashlib.sha1()
-            while not done and length < max_steps:
-                if recorder is not None and ep == 0:
-                    recorder.add(env.render())
-                if rng.random() < epsilon:
-                    action = int(rng.integers(meta["n_actions"]))
-                else:
-                    with torch.inference_mode():
-                        action = int(model(torch.from_numpy(np.asarray(obs))[None]).argmax(1))
-                actions.update(bytes((action,)))
-                obs, reward, term, trunc, info = env.step(action)
-                ret += float(reward)
-                length += 1
-                x_max = max(x_max, float(info.get("x_pos", 0)))
-                done = term or trunc
-            res.returns.append(ret)
-            res.lengths.append(length)
-            res.action_digests.append(actions.hexdigest())
+        rollout = Rollout(env, model, meta["frame_stack"], False, seed)
+        filming = [recorder is not None]
+
+        def film(fields):  # env 0's screen before each of its first game's actions
+            filming[0] = filming[0] and not fields["flags"][0] & (TERM | TRUNC | LAST)  # its game is over
+            if filming[0]:
+                recorder.add(env.render_first())
+        if recorder is not None:
+            recorder.add(env.render_first())
+        for n, game in enumerate(play_games(rollout, episodes, epsilon, max_steps, film if recorder else None)):
+            res.returns.append(game.ret)
+            res.lengths.append(game.length)
+            res.action_digests.append(game.actions)
             if mario:
-                res.distances.append(x_max)
-                res.flags.append(bool(info.get("flag_get", False)))
-            log(f"[EVAL] episode {ep + 1}/{episodes}: return {ret:.1f}, length {length}"
-                + (f", distance {res.distances[-1]:.0f}, flag {res.flags[-1]}" if mario else ""))
+                res.distances.append(game.distance)
+                res.flags.append(game.flag)
+            log(f"[EVAL] episode {n + 1}/{episodes}: return {game.ret:.1f}, length {game.length}"
+                + (f", distance {game.distance:.0f}, flag {game.flag}" if mario else ""))
     finally:
         if recorder is not None:
             recorder.close()
