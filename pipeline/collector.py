@@ -153,22 +153,45 @@ def use_one_core() -> None:
     cv2.setNumThreads(1)
 
 
-def make_envs_and_policy(spec: CollectorSpec):
-    """The collector's batch of envs and the network it acts with (weights still to load)."""
-    from models import build_model
-    from wrappers import BatchedEnv
+class Collector:
+    """What every collector is, a process with a ring or a Ray actor: its batch of envs, the
+    network it acts with (its weights loaded by the caller, from shared memory or the object
+    store), the rollout, its exploration, and the counters of its ``block``. ``step`` is one
+    collector step; the loops around it (``_collect``, ``RemoteCollector.collect``) only differ
+    in where the records go and how the allowance and the weights arrive."""
 
-    env = BatchedEnv(spec.env, spec.env_options, spec.collectors.envs_per_collector)
-    model = build_model(spec.model_arch, spec.env_options.frame_stack, env.n_actions, spec.dueling,
-                        spec.quantiles).eval()
-    return env, model
+    def __init__(self, spec: CollectorSpec, index: int, seed: int, block):
+        from models import build_model
+        from wrappers import BatchedEnv
 
+        from .rollout import Rollout
 
-def make_rollout(spec: CollectorSpec, env, model, seed: int):
-    from .rollout import Rollout
+        opts = spec.env_options
+        self.env = BatchedEnv(spec.env, opts, spec.collectors.envs_per_collector)
+        try:
+            self.model = build_model(spec.model_arch, opts.frame_stack, self.env.n_actions, spec.dueling,
+                                     spec.quantiles).eval()
+            self.rollout = Rollout(self.env, self.model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale)
+        except BaseException:
+            self.env.close()
+            raise
+        self.exploration = Exploration(spec.collectors, index)
+        self.block = block
 
-    opts = spec.env_options
-    return Rollout(env, model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale)
+    def step(self, global_steps: int) -> tuple[np.ndarray, dict, int]:
+        """Act in every env and step them once, epsilon from the run's agent steps; counts the
+        agent steps played and the time in acting and in the envs. Returns (frames, record
+        fields, agent steps)."""
+        r, b = self.rollout, self.block
+        act_ns, step_ns = r.act_ns, r.step_ns
+        frames, fields, live, _ = r.step(self.exploration.epsilon(global_steps))
+        b.played += live
+        b.act_ns += r.act_ns - act_ns
+        b.env_ns += r.step_ns - step_ns
+        return frames, fields, live
+
+    def close(self) -> None:
+        self.env.close()
 
 
 class Exploration:
@@ -205,29 +228,21 @@ def _collect(start: CollectorStart):
         # raise the allowance or publish weights again: its death ends the waits too.
         return control.stop or os.getppid() != start.parent_pid
 
-    env, model = make_envs_and_policy(spec)
+    block = ring.block
+    collector = Collector(spec, start.index, start.seed, block)
     scratch = torch.empty(start.n_weights)
-    while not control.load_if_new(model, scratch):  # act only with the learner's weights
+    while not control.load_if_new(collector.model, scratch):  # act only with the learner's weights
         if give_up():
             return
         time.sleep(0.01)
-
-    rollout = make_rollout(spec, env, model, start.seed)
-    exploration = Exploration(c, start.index)
-    block = ring.block
-    pusher = RecordPusher(ring, rollout, c.drop_when_full, give_up)
+    pusher = RecordPusher(ring, collector.rollout, c.drop_when_full, give_up)
 
     while not give_up():
-        control.load_if_new(model, scratch)
+        control.load_if_new(collector.model, scratch)
         if block.held_back():  # replay-ratio throttle: the learner is behind
             block.wait_for_allowance(give_up)
             continue
-        act_ns, step_ns = rollout.act_ns, rollout.step_ns
-        frames, fields, live, _ = rollout.step(exploration.epsilon(control.global_steps))
-        pusher.push(frames, fields, live)
-        block.played += live
-        block.act_ns += rollout.act_ns - act_ns
-        block.env_ns += rollout.step_ns - step_ns
-    env.close()
+        pusher.push(*collector.step(control.global_steps))
+    collector.close()
     ring.close()
     control.close()

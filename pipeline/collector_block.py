@@ -47,6 +47,12 @@ class CollectorBlock:
     def __init__(self, words: np.ndarray):
         self.words = words  # the ring's int64 header
 
+    @classmethod
+    def local(cls) -> CollectorBlock:
+        """A block in this process's memory, for a collector without a ring (a Ray collector's,
+        on its actor and on the learner's side)."""
+        return cls(np.zeros(ACT_NS + 1, np.int64))
+
     # ------------------------------------------------------------------ learner side
     def allow(self, steps: int) -> None:
         """Let the collector play ``steps`` more agent steps than it has so far."""

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from models.weights import flat_size
-from pipeline.collector import CollectorSpec, CollectorStart, make_envs_and_policy, run_collector
+from pipeline.collector import Collector, CollectorSpec, CollectorStart, run_collector
+from pipeline.collector_block import CollectorBlock
 from pipeline.settings.layers import build_config
 from pipeline.consolidator import Consolidator
 from pipeline.control import ControlBlock
@@ -67,9 +68,9 @@ def test_collector_leaves_each_wait_when_its_learner_dies(wait):
     cfg, _, _ = build_config({"env": "tests.catch_env:Catch-v0", "envs_per_collector": 4, "queue_capacity": 16,
                               "tensorboard": False})
     spec = CollectorSpec.of(cfg)
-    env, model = make_envs_and_policy(spec)
-    env.close()
-    n_weights = flat_size(model)
+    probe = Collector(spec, 0, 0, CollectorBlock.local())
+    probe.close()
+    n_weights = flat_size(probe.model)
     ring = Ring.create(f"test_dead_learner_{wait}", spec.collectors.queue_capacity)
     control = ControlBlock.create(n_weights)
     block, collector = ring.block, None
@@ -78,7 +79,7 @@ def test_collector_leaves_each_wait_when_its_learner_dies(wait):
     learner = ctx.Process(target=_learner_stand_in, args=(spec, ring.name, control.name, n_weights, pids))
     try:
         if wait != "weights":
-            control.publish(model)
+            control.publish(probe.model)
             block.allowed = 4 if wait == "allowance" else 10**9  # one step of the 4 envs, or no limit
         learner.start()
         collector = pids.get(timeout=30)

@@ -31,6 +31,7 @@ from config_optimized import Config
 from models.weights import write_flat
 
 from ..collector import CollectorSpec
+from ..collector_block import CollectorBlock
 from . import cluster
 from .remote_collector import Batch, RemoteCollector, Request
 
@@ -39,25 +40,16 @@ START_TIMEOUT_S = 120
 PROBE_EVERY_S = 0.5  # while Ray restarts an actor, how often to ask whether it is back
 
 
-class RemoteBlock:
-    """The learner's counters for one Ray collector, with a ring block's names and ``allow``."""
+class RemoteBlock(CollectorBlock):
+    """The learner's counters and allowance for one Ray collector: a ring block's words, in this
+    process's memory. ``played`` counts the agent steps requested, corrected to the steps played
+    when a batch returns; ``throttle_ns`` is the actor's idle time between requests (the learner
+    held its next request back)."""
 
     def __init__(self):
-        self.played = 0         # agent steps requested, corrected to the steps played when a batch returns
-        self.allowed = 0        # ``played`` may reach this before the next request waits (learner)
-        self.env_ns = self.act_ns = self.throttle_ns = 0
+        super().__init__(CollectorBlock.local().words)
         self.bytes = 0          # batch bytes received (frames and fields)
         self.records = 0
-
-    def allow(self, steps: int) -> None:
-        self.allowed = self.played + steps
-
-    def held_back(self) -> bool:
-        return self.played >= self.allowed
-
-    def timings_ns(self) -> dict[str, int]:
-        # The actor's idle time between requests: the learner held its next request back.
-        return {"env": self.env_ns, "act": self.act_ns, "queue_wait": 0, "throttle": self.throttle_ns}
 
 
 class RemoteSource:

@@ -1,5 +1,5 @@
-"""Ray collector (rollout worker on another machine): the same envs, policy copy, rollout and
-exploration as a collector process, driven by requests instead of a ring.
+"""Ray collector (rollout worker on another machine): a collector process's ``Collector`` (the
+same envs, policy copy, rollout, exploration and counters), driven by requests instead of a ring.
 
 Each ``collect`` request carries what a process collector reads from shared memory (the run's
 step count for epsilon, the latest weights' version and object-store reference) and returns a
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..collector import CollectorSpec, Exploration, collector_seed, make_envs_and_policy, make_rollout, use_one_core
+from ..collector import Collector, CollectorSpec, collector_seed, use_one_core
+from ..collector_block import CollectorBlock
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,10 @@ class RemoteCollector:
         use_one_core()
         self.index, self.spec, self.compress = index, spec, compress
         self.node = f"{socket.gethostname()} ({_node()}), pid {os.getpid()}"
-        self.env = self.model = self.rollout = None
+        self.collector: Collector | None = None
+        self.block = CollectorBlock.local()  # the actor's counters: the learner reads them from each batch
         self.launch = -1
         self.version = 0
-        self.exploration = Exploration(spec.collectors, index)
         self.last_end = None
 
     def where(self) -> str:
@@ -81,31 +82,28 @@ class RemoteCollector:
         t_start = time.perf_counter_ns()
         idle = 0 if self.last_end is None else t_start - self.last_end
         if req.launch != self.launch:  # the first request of this start
-            if self.env is not None:
-                self.env.close()
-            self.env, self.model = make_envs_and_policy(self.spec)
-            self.rollout, self.version, self.launch = None, 0, req.launch
+            if self.collector is not None:
+                self.collector.close()
+                self.collector = None
+            self.collector = Collector(self.spec, self.index, collector_seed(self.spec.seed, self.index, req.launch),
+                                       self.block)
+            self.version, self.launch = 0, req.launch
         if req.weights_version != self.version:
             # a copy: the object store's array is read-only
-            read_flat(self.model, torch.from_numpy(ray.get(req.weights[0]).copy()))
+            read_flat(self.collector.model, torch.from_numpy(ray.get(req.weights[0]).copy()))
             self.version = req.weights_version
-        if self.rollout is None:  # after the weights: its first forward pass acts with them
-            self.rollout = make_rollout(self.spec, self.env, self.model,
-                                        collector_seed(self.spec.seed, self.index, req.launch))
-        r = self.rollout
-        act0, env0 = r.act_ns, r.step_ns
-        eps = self.exploration.epsilon(req.global_steps)
-        frames, fields, live = [], [], 0
+        b = self.block
+        played, env0, act0 = b.played, b.env_ns, b.act_ns
+        frames, fields = [], []
         for _ in range(req.steps):
-            f, fl, n, _ = r.step(eps)
+            f, fl, _ = self.collector.step(req.global_steps)
             frames.append(f)
             fields.append(fl)
-            live += n
         out = np.concatenate(frames)
         cat = {k: np.concatenate([fl[k] for fl in fields]) for k in fields[0]}
         payload = zlib.compress(out.tobytes(), 1) if self.compress else out
         self.last_end = time.perf_counter_ns()
-        return Batch(payload, cat, live, r.step_ns - env0, r.act_ns - act0, idle, self.node, req.launch)
+        return Batch(payload, cat, b.played - played, b.env_ns - env0, b.act_ns - act0, idle, self.node, req.launch)
 
 
 def _node() -> str:
