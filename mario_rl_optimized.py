@@ -134,9 +134,9 @@ def main(argv=None) -> int:
     except (CheckpointError, ReplayFileError, HubError) as e:  # one clear line, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from pipeline.run import run_training
+    from pipeline.run import train_run
 
-    return run_training(cfg, hw, notes)
+    return train_run(cfg, hw, notes).exit_code
 
 
 USAGE = """usage: fast-dqn COMMAND [options]

@@ -17,7 +17,7 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     prefers for that family only."""
     from config_optimized import autotuned_path, pick_profile, scale_profile
     from pipeline.settings.hardware import detect_hardware
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
     from pipeline.records.record import write_json
     from presets import family_of
 
@@ -30,7 +30,7 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     # Every trial is the run a user gets on this game (its preset, then the machine's profile;
     # never an older autotuned profile), with only the searched knobs set: Mario's preset changes
     # its actions and replay, and so what a step costs.
-    base = build_config({"env": env, "profile": base_name}, hw)[0]
+    base = resolve_config({"env": env, "profile": base_name}, hw).cfg
     best = {**{k: base.get(k) for k, _ in grid}, "learner_threads": 0}
     trials, tried = [], {}
 

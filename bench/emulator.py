@@ -145,11 +145,11 @@ def bench_emulator(env_id: str = "SuperMarioBros-1-1-v0", windows: int = 5, seco
     """Every layer's rate on one core (torch held to one thread, as in a collector)."""
     import cv2
 
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
 
     torch.set_num_threads(1)  # as in a collector
     cv2.setNumThreads(1)
-    cfg, _, _ = build_config({"env": env_id})  # the env as a run builds it (the game's preset included)
+    cfg = resolve_config({"env": env_id}).cfg  # the env as a run builds it (the game's preset included)
     opts = cfg.env_options
     skip = opts.frame_skip
     emu = emulator_frames_per_s(env_id, cfg.env_options.mario_actions, windows, seconds)

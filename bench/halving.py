@@ -18,7 +18,7 @@ import tomllib
 
 from config_optimized import ConfigError
 
-from .time_to_score import run_training
+from .time_to_score import train_subprocess
 
 
 def read_recipes(path: str) -> dict[str, list[str]]:
@@ -92,7 +92,7 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
                 cmd = [sys.executable, "mario_rl_optimized.py", "--resume", dirs[name], "--time-limit", str(minutes)]
             # No survivor has reached the target: once the best has, the rungs end (below).
             print(f"[HALVING] rung {r + 1}/{rungs}, {minutes:g} min: {name}: {' '.join(cmd[1:])}", flush=True)
-            code, stopped = run_training(cmd)
+            code, stopped = train_subprocess(cmd)
             if stopped:  # the run stopped cleanly (checkpoint saved); so does the search
                 raise SystemExit(f"[HALVING] stopped by {stopped} during {name}; its run is in {dirs[name]}")
             if code != 0:

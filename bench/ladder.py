@@ -45,7 +45,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
 
     from config_optimized import Config
     from pipeline.settings.check import validate
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
     from pipeline.records.epoch_stats import speed
     from pipeline.settings.hardware import detect_hardware
     from pipeline.run import open_run
@@ -56,7 +56,8 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         run = {**BENCH_RUN, "run_dir": tmp, "env": spec.get("overrides", {}).get("env", "ALE/Pong-v5")}
         if spec.get("profile"):
-            cfg, hw, name = build_config({**run, "replay_ratio": LADDER_BASE["replay_ratio"], **spec.get("extra", {})}, hw)
+            res = resolve_config({**run, "replay_ratio": LADDER_BASE["replay_ratio"], **spec.get("extra", {})}, hw)
+            cfg, hw, name = res.cfg, res.hw, res.profile
         else:
             cfg, name = Config.of(**{**spec["overrides"], **run}), "explicit"
         validate(cfg, hw)

@@ -86,14 +86,14 @@ def bench_learner_grid(seconds: float, n_windows: int, batches=(32, 64, 128), th
     """The learner alone (one preloaded batch) against the same learner inside the pipeline (this
     machine's profile, Pong, replay ratio 8), per batch and thread count; and the share of the
     CPU's practical peak (a large matmul at the learner's precision) that each reaches."""
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
     from pipeline.settings.hardware import detect_hardware
 
     hw = detect_hardware()
     rows = []
     for th in threads:
         torch.set_num_threads(th)
-        base, _, _ = build_config({"env": "ALE/Pong-v5"}, hw)
+        base = resolve_config({"env": "ALE/Pong-v5"}, hw).cfg
         peak = matmul_peak(torch.bfloat16 if base.learner.amp and hw.cpu_bf16 else torch.float32, n_windows)
         for bs in batches:
             cfg = base.replace(batch_size=bs, learner_threads=th)

@@ -39,10 +39,11 @@ def learner_share(rounds: int = 8, block: int = 16, duty: float = 0.4, threads: 
     from pipeline.prefetch import Prefetcher
     from pipeline.replay import Replay
     from pipeline.settings.hardware import detect_hardware, learner_threads
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
 
     over = {"env": "ALE/Pong-v5", **({"batch_size": batch_size} if batch_size else {})}
-    cfg, hw, profile = build_config(over, detect_hardware())
+    res = resolve_config(over, detect_hardware())
+    cfg, hw, profile = res.cfg, res.hw, res.profile
     lrn_cfg, col = cfg.learner, cfg.collectors
     n_threads = threads or learner_threads(lrn_cfg.learner_threads, col.num_collectors, hw)
     torch.set_num_threads(n_threads)

@@ -17,7 +17,7 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from models import build_model
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
     from pipeline.settings.hardware import learner_threads
     from pipeline.learner import Learner
     from pipeline.replay import Replay
@@ -25,7 +25,8 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     from wrappers import BatchedEnv
 
     os.makedirs(out_dir, exist_ok=True)
-    cfg, hw, name = build_config({"env": "ALE/Pong-v5"})
+    res = resolve_config({"env": "ALE/Pong-v5"})
+    cfg, hw, name = res.cfg, res.hw, res.profile
     device = torch.device("cuda" if hw.cuda else "cpu")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if hw.cuda else [])
     torch.set_num_threads(learner_threads(cfg.learner.learner_threads, cfg.collectors.num_collectors, hw))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from config_optimized import ConfigError
 
-from .time_to_score import run_training, training_config
+from .time_to_score import train_subprocess, training_config
 
 SUITES = {"atari5": ("ALE/BattleZone-v5", "ALE/DoubleDunk-v5", "ALE/NameThisGame-v5", "ALE/Phoenix-v5",
                      "ALE/Qbert-v5", "ALE/Pong-v5"),
@@ -149,7 +149,7 @@ def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | No
             cmd = game_command(env, run_dir, state, train_args, steps, minutes)
             print(f"[SUITE] {env}: {'resumed at ' + format(counters.get('env_steps', 0), ',') + ' agent steps' if state == 'resume' else 'started'}: "
                   f"{' '.join(cmd[1:])}", flush=True)
-            code, stopped = run_training(cmd)
+            code, stopped = train_subprocess(cmd)
             if code != 0:
                 raise RuntimeError(f"{env} exited with code {code}; its log is {run_dir / LOG_NAME}. Run the same "
                                    "command again to resume the suite where it stopped")

@@ -43,7 +43,7 @@ REFERENCES = {
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_training(cmd: list[str]) -> tuple[int, str | None]:
+def train_subprocess(cmd: list[str]) -> tuple[int, str | None]:
     """Run one training run (a child process, in the project folder) to its end: (exit code,
     the signal that stopped it, if one did).
 
@@ -87,10 +87,11 @@ def training_config(train_args: list[str]):
     from config_optimized import ConfigError
     from pipeline.settings.check import validate
     from pipeline.settings.cli import parse_args
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
 
     args = parse_args(train_args)
-    cfg, hw, profile = build_config(args)
+    res = resolve_config(args)
+    cfg, hw, profile = res.cfg, res.hw, res.profile
     for w in validate(cfg, hw):
         print(f"[MAIN] Warning: {w}", flush=True)
     if args.run_dir is not None or args.target_score is not None or args.time_limit is not None:
@@ -122,7 +123,7 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     cmd = [sys.executable, "mario_rl_optimized.py", *train_args, "--run-dir", pipeline_dir,
            "--target-score", str(target), "--time-limit", str(minutes)]
     print(f"[TTS] pipeline ({profile} profile): {' '.join(cmd[1:])}", flush=True)
-    code, stopped = run_training(cmd)
+    code, stopped = train_subprocess(cmd)
     if code != 0:
         raise RuntimeError(f"the training run exited with code {code}; its log is {os.path.join(pipeline_dir, LOG_NAME)}")
     if stopped:  # the run stopped cleanly: report what it reached, and run no baseline after it

@@ -86,11 +86,12 @@ def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: in
 
     from pipeline.learner import Learner
     from pipeline.settings.hardware import learner_threads
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
 
     from .learner_grid import random_batch
 
-    cfg, hw, name = build_config({"env": "ALE/Pong-v5", **({"batch_size": batch_size} if batch_size else {})})
+    res = resolve_config({"env": "ALE/Pong-v5", **({"batch_size": batch_size} if batch_size else {})})
+    cfg, hw, name = res.cfg, res.hw, res.profile
     if cfg.learner.model_arch != "batchnorm" or cfg.learner.dueling:
         raise ValueError("--only update splits the BatchNorm DQN's update; this profile trains another network")
     th = threads or learner_threads(cfg.learner.learner_threads, cfg.collectors.num_collectors, hw)

@@ -41,17 +41,15 @@ def discounted_returns(reward: np.ndarray, flags: np.ndarray, gamma: float) -> n
 
 
 def value_check(run_dir, states_per_stream: int = 64, seed: int = 0) -> dict:
-    from config_optimized import FIELDS, Config
     from pipeline.learner import Learner
     from pipeline.records import checkpoint as ckpt
     from pipeline.records.files import REPLAY_NAME
     from pipeline.replay import Replay, snapshot
-    from pipeline.settings.layers import flatten
+    from pipeline.settings.layers import trained_config
 
     run_dir = Path(run_dir)
     state = ckpt.load(run_dir)
-    saved = flatten(state["config"])  # the checkpoint's config, old field names read as today's
-    cfg = Config.of(**{k: v for k, v in saved.items() if k in FIELDS}).replace(amp=False, compile=False)
+    cfg = trained_config(state, run_dir).replace(amp=False, compile=False)
     fs, col = cfg.env_options.frame_stack, cfg.collectors
     replay = Replay.of(cfg.replay.buffer_size, col.total_collectors, col.envs_per_collector, frame_stack=fs,
                        n_step=cfg.replay.n_step, gamma=cfg.replay.gamma, seed=seed)

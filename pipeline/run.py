@@ -68,11 +68,6 @@ def prepare_run(args):
     return cfg, hw, notes
 
 
-def run_training(cfg: Config, hw: Hardware, notes: list[str] | tuple = ()) -> int:
-    """``train_run`` for the command line: its exit code."""
-    return train_run(cfg, hw, notes).exit_code
-
-
 def open_run(cfg: Config) -> RunLog:
     """The run's folder (cleared first with --overwrite, linked as runs/latest) and its log."""
     run_dir = Path(cfg.run.run_dir)

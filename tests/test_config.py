@@ -9,7 +9,7 @@ import pytest
 
 from config_optimized import FIELDS, Config, ConfigError, pick_profile
 from pipeline.settings.check import validate
-from pipeline.settings.layers import build_config
+from pipeline.settings.layers import resolve_config
 from pipeline.settings.hardware import Hardware
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,12 +29,13 @@ def test_profile_follows_hardware(machine, profile):
 
 
 def test_explicit_option_beats_profile():
-    cfg, _, name = build_config({"batch_size": 48}, hw(2))
+    res = resolve_config({"batch_size": 48}, hw(2))
+    cfg, name = res.cfg, res.profile
     assert name == "cpu-small" and cfg.learner.batch_size == 48
 
 
 def test_profile_fits_buffer_to_available_ram():
-    cfg, _, _ = build_config({"profile": "gpu-optimal"}, hw(32, 4, True, 24))
+    cfg = resolve_config({"profile": "gpu-optimal"}, hw(32, 4, True, 24)).cfg
     assert cfg.replay.buffer_size * 7062 <= 0.5 * 4 * 0.9 * GiB
 
 
@@ -68,7 +69,7 @@ def test_fp16_without_cuda():
 
 def test_unknown_profile():
     with pytest.raises(ConfigError, match="unknown profile"):
-        build_config({"profile": "turbo"}, hw(2))
+        resolve_config({"profile": "turbo"}, hw(2))
 
 
 def test_run_dir_that_is_a_file(tmp_path):
@@ -88,7 +89,8 @@ def test_defaults_validate_on_this_machine():
     from config_optimized import autotuned_path
     from presets import load_preset
 
-    cfg, machine, profile = build_config({})
+    res = resolve_config({})
+    cfg, machine, profile = res.cfg, res.hw, res.profile
     assert cfg.env == "SuperMarioBros-1-1-v0"
     for key, value in load_preset("mario").items():
         if not (profile == "autotuned" and key in ("num_collectors", "envs_per_collector", "learner_threads")):
@@ -143,13 +145,13 @@ def test_profile_file_that_does_not_parse(tmp_path, monkeypatch):
     bad = tmp_path / "autotuned-atari.json"
     bad.write_text("{not json")
     with pytest.raises(ConfigError, match="autotuned-atari.json does not parse"):
-        build_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
+        resolve_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
     bad.write_text('{"overrides": {"batch_sise": 64}}')
     with pytest.raises(ConfigError, match=r"unknown fields \['batch_sise'\]"):
-        build_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
+        resolve_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
     bad.write_text('{"family": "mario", "overrides": {"num_collectors": 2}}')
     with pytest.raises(ConfigError, match="tuned on the mario family, not atari"):
-        build_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
+        resolve_config({"profile": "autotuned", "env": "ALE/Pong-v5"}, hw(2))
 
 
 def test_unwritable_run_dir(tmp_path, monkeypatch):
@@ -167,7 +169,8 @@ def test_unwritable_run_dir(tmp_path, monkeypatch):
 @pytest.mark.parametrize("bf16", [True, False])
 def test_cpu_profiles_use_bf16_only_where_the_cpu_has_it(bf16):
     machine = replace(hw(2), cpu_bf16=bf16)
-    cfg, _, name = build_config({}, machine)
+    res = resolve_config({}, machine)
+    cfg, name = res.cfg, res.profile
     assert name == "cpu-small" and cfg.learner.amp is bf16
     forced = cfg.replace(amp=True)
     warned = any("without native bf16" in w for w in validate(forced, machine))
@@ -179,7 +182,7 @@ def test_cpu_profiles_use_bf16_only_where_it_was_measured_faster(speedup, amp):
     # 0.0: not measured (the flag decides); an Intel Xeon with AVX-512 BF16 but no AMX ran a
     # bf16 step at 0.7x fp32's speed, an AMD EPYC Zen 5 at 2.5x.
     machine = replace(hw(2), cpu_bf16=True, cpu_bf16_speedup=speedup)
-    cfg, _, _ = build_config({}, machine)
+    cfg = resolve_config({}, machine).cfg
     assert cfg.learner.amp is amp
     warned = any("--amp false trains faster" in w for w in validate(cfg.replace(amp=True), machine))
     assert warned is not amp
@@ -229,15 +232,15 @@ def test_more_collectors_than_cores_warns_with_a_count():
 def test_score_stop_settings_are_checked():
     assert "only Mario does" in _error(env="ALE/Pong-v5", score_metric="distance")
     assert "--time-limit -1" in _error(time_limit=-1.0)
-    cfg, _, _ = build_config({"target_score": 18.0, "time_limit": 45.0}, hw(2))
+    cfg = resolve_config({"target_score": 18.0, "time_limit": 45.0}, hw(2)).cfg
     assert cfg.run.target_score == 18.0 and cfg.run.time_limit == 45.0 and validate(cfg, hw(2)) == []
 
 
 def test_cpu_small_learner_threads_leave_mario_its_collector_core():
-    pong, _, _ = build_config({"env": "ALE/Pong-v5"}, hw(2))
-    mario, _, _ = build_config({}, hw(2))  # Mario 1-1 is the default game
+    pong = resolve_config({"env": "ALE/Pong-v5"}, hw(2)).cfg
+    mario = resolve_config({}, hw(2)).cfg  # Mario 1-1 is the default game
     assert pong.learner.learner_threads == 2 and mario.learner.learner_threads == 1
-    assert build_config({"learner_threads": 2}, hw(2))[0].learner.learner_threads == 2  # an explicit option wins
+    assert resolve_config({"learner_threads": 2}, hw(2)).cfg.learner.learner_threads == 2  # an explicit option wins
 
 
 def test_choices_live_in_the_fields_and_validation_reads_them():
@@ -251,7 +254,7 @@ def test_choices_live_in_the_fields_and_validation_reads_them():
 def test_a_reward_scale_under_clipping_is_a_warning():
     warnings = validate(Config().replace(reward_scale=0.5), hw(2))  # clip_rewards is on by default
     assert any("--reward-scale 0.5 has no effect while --clip-rewards is on" in w for w in warnings)
-    mario, _, _ = build_config({"clip_rewards": True}, hw(2))  # over the Mario preset's scale
+    mario = resolve_config({"clip_rewards": True}, hw(2)).cfg  # over the Mario preset's scale
     assert mario.env_options.reward_scale == 0.1 and any("--reward-scale" in w for w in validate(mario, hw(2)))
 
 

@@ -279,16 +279,17 @@ def test_resume_rejects_checkpoint_of_another_game(tmp_path):
 def test_failure_during_setup_is_one_clear_line(tmp_path, monkeypatch):
     """A failure before the run is whole (here: no room for a ring) must end in its own
     "[MAIN] Error:" line and exit code 1, not in a crash of the shutdown code."""
-    from pipeline.settings.layers import build_config
+    from pipeline.settings.layers import resolve_config
     from pipeline import run, shm, wiring
 
-    cfg, hw, _ = build_config({"env": "tests.catch_env:Catch-v0", "run_dir": str(tmp_path / "run"),
-                               "buffer_size": 20_000, "envs_per_collector": 4, "tensorboard": False})
+    res = resolve_config({"env": "tests.catch_env:Catch-v0", "run_dir": str(tmp_path / "run"),
+                          "buffer_size": 20_000, "envs_per_collector": 4, "tensorboard": False})
+    cfg, hw = res.cfg, res.hw
 
     def no_room(tag, capacity, frame_shape=(84, 84)):
         raise shm.ShmError(f"shared memory dqnrl_x_{tag} does not fit in /dev/shm (0.0 MiB free)")
     monkeypatch.setattr(wiring.Ring, "create", no_room)
-    assert run.run_training(cfg, hw) == 1
+    assert run.train_run(cfg, hw).exit_code == 1
     log = (tmp_path / "run" / "train.log").read_text()
     assert "[MAIN] Error: shared memory dqnrl_x_ring0 does not fit in /dev/shm" in log
     assert not (tmp_path / "run" / "checkpoint.pt").exists()

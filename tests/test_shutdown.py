@@ -17,7 +17,7 @@ import pytest
 from models.weights import flat_size
 from pipeline.collector import Collector, CollectorSpec, CollectorStart, run_collector
 from pipeline.collector_block import CollectorBlock
-from pipeline.settings.layers import build_config
+from pipeline.settings.layers import resolve_config
 from pipeline.consolidator import Consolidator
 from pipeline.control import ControlBlock
 from pipeline.distributed.intake import RayCollectors, RemoteSource
@@ -65,8 +65,8 @@ def _wait_for(condition, timeout=30.0) -> bool:
 def test_collector_leaves_each_wait_when_its_learner_dies(wait):
     """SIGKILL the learner while its collector waits for the first weights, for allowance, or
     for room in a full ring nobody drains: the stop flag is never set, yet it must exit."""
-    cfg, _, _ = build_config({"env": "tests.catch_env:Catch-v0", "envs_per_collector": 4, "queue_capacity": 16,
-                              "tensorboard": False})
+    cfg = resolve_config({"env": "tests.catch_env:Catch-v0", "envs_per_collector": 4, "queue_capacity": 16,
+                          "tensorboard": False}).cfg
     spec = CollectorSpec.of(cfg)
     probe = Collector(spec, 0, 0, CollectorBlock.local())
     probe.close()

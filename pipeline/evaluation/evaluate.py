@@ -11,12 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from config_optimized import FIELDS, Config
 from models import build_model
 
 from ..records import checkpoint as ckpt
 from ..transition import EP_END, FLAG_GET, LAST, TERM, TRUNC
-from ..settings.layers import as_trained, flatten
+from ..settings.layers import trained_config
 
 
 @dataclasses.dataclass
@@ -88,18 +87,6 @@ class VideoWriter:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.release()
-
-
-def recorded_commit(folder: Path) -> str | None:
-    """The commit the run record in ``folder`` (config.json) names, if there is one."""
-    import json
-
-    from ..records.files import RECORD_NAME
-
-    try:
-        return json.loads((folder / RECORD_NAME).read_text()).get("git_commit")
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def weights_digest(checkpoint: str | Path) -> str:
@@ -205,10 +192,8 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     if digest and weights_digest(checkpoint) != digest:
         raise ckpt.CheckpointError(f"checkpoint {checkpoint} was replaced while it was being read (a run is saving "
                                    "it); evaluate it again")
-    saved = {k: v for k, v in flatten(state["config"]).items() if k in FIELDS}
     # played as the run trained: what a record from before a setting existed leaves out is filled in
-    fills, _ = as_trained(saved, recorded_commit(ckpt.checkpoint_file(checkpoint).parent), saved.get("env", Config.env))
-    cfg = Config.of(**{**saved, **fills})
+    cfg = trained_config(state, ckpt.checkpoint_file(checkpoint).parent)
     meta = state["meta"]
     opts = dataclasses.replace(cfg.env_options, episodic_life=False, clip_rewards=False)
     # a video needs frames to render: the envs then step through gymnasium's Python wrappers

@@ -164,9 +164,19 @@ def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
         raise ConfigError(f"--resume: {path} is not a run record ({type(e).__name__}: {e}); restore it, or delete "
                           "it and resume with every setting on the command line") from None
+    values, notes = saved_settings(saved, record.get("git_commit"), str(path))
+    return values, [f"Resumed run: {n}" for n in notes]
+
+
+def saved_settings(saved: dict, commit: str | None, origin: str) -> tuple[dict, list[str]]:
+    """The settings a run trained with, from the config it saved (its run record's or a
+    checkpoint's; ``commit``: the git commit the record names): old field names read as today's,
+    the run-control fields left out, a field this version no longer has (or whose value no longer
+    fits) dropped, and the fields added since filled with what the run trained with
+    (``as_trained``). Returns the settings and a note on each change. The one reader of a saved
+    config: ``--resume``, ``--eval`` and ``--value-check`` all read it here."""
     names = set(FIELDS)
     values, notes = {}, []
-    # removed or retyped fields go (named); fields added since take what the run trained with
     flat = flatten(saved)
     for k, v in flat.items():
         if k in RUN_CONTROL:
@@ -174,14 +184,28 @@ def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
         try:
             if k not in names:
                 raise ConfigError(f"no field {k!r} in this version")
-            values[k] = _typed(k, v, str(path))
+            values[k] = _typed(k, v, origin)
         except ConfigError as e:
-            notes.append(f"Resumed run: saved setting {k} = {v!r} dropped ({e})")
-    fills, why = as_trained({k: v for k, v in flat.items() if k in names}, record.get("git_commit"),
-                            values.get("env", Config.env))
+            notes.append(f"saved setting {k} = {v!r} dropped ({e})")
+    fills, why = as_trained({k: v for k, v in flat.items() if k in names}, commit, values.get("env", Config.env))
     values.update(fills)
-    notes += [f"Resumed run: {n}" for n in why]
-    return values, notes
+    return values, notes + why
+
+
+def recorded_commit(folder: Path) -> str | None:
+    """The commit the run record in ``folder`` (config.json) names, if there is one."""
+    try:
+        return json.loads((Path(folder) / RECORD_NAME).read_text()).get("git_commit")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def trained_config(state: dict, folder: Path) -> Config:
+    """The config a checkpoint's weights were trained with (``state``: the loaded checkpoint,
+    ``folder``: where it lies, whose config.json names the commit), for playing or checking them
+    as the run trained them."""
+    values, _ = saved_settings(state["config"], recorded_commit(folder), f"checkpoint in {folder}")
+    return Config.of(**values)
 
 
 @dataclass
@@ -252,12 +276,6 @@ def checked_preset(family: str) -> dict:
         if key not in FIELDS or key in RUN_CONTROL:
             raise ConfigError(f"{where}: {key!r} is not a setting a preset may set; fix the file")
     return {k: _typed(k, v, where) for k, v in over.items()}
-
-
-def build_config(args: argparse.Namespace | dict | None = None, hw: Hardware | None = None) -> tuple[Config, Hardware, str]:
-    """The layered config (``resolve_config``) as (config, hardware, profile name)."""
-    res = resolve_config(args, hw)
-    return res.cfg, res.hw, res.profile
 
 
 def show(argv: list[str] | None = None) -> int:
