@@ -71,3 +71,11 @@ def test_window_means_cover_the_games_there_are_and_the_score_waits_for_twenty()
     for i in range(4, 26):  # the window keeps the last 20: games 6..25
         tracker.add_row(row(i, float(i)))
     assert tracker.mean == tracker.window_means()["return"] == pytest.approx(15.5)
+
+
+def test_a_kept_runs_gzip_copy_reads_as_the_file(tmp_path):
+    import gzip
+
+    rows = [row(i, float(i)) for i in range(1, 4)]
+    (tmp_path / (EPISODES_NAME + ".gz")).write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    assert read_episodes(tmp_path) == rows  # asked for episodes.jsonl, found its .gz

@@ -3,6 +3,7 @@ plotter and users' own scripts read) and the same scalars as TensorBoard events 
 indexed by agent steps (``tensorboard --logdir runs``)."""
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -56,11 +57,17 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """Rows of one of a run's JSON-lines files; a half-written last line (a killed run) is skipped."""
+    """Rows of one of a run's JSON-lines files, or of its gzip copy (``NAME.jsonl.gz``, as kept
+    runs are stored); a half-written last line (a killed run) is skipped."""
+    path = Path(path)
+    packed = path if path.suffix == ".gz" else path.with_name(path.name + ".gz")
+    if not path.exists() and packed.exists():
+        path = packed
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; pass a run directory written by mario_rl_optimized.py")
+    text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
     rows = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
