@@ -18,6 +18,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --halving recipes.toml   # successive halving
     python benchmark_performance.py --only ray [--ray-address HOST:PORT] [--ray-collectors N] [--intake-rate R]
     python benchmark_performance.py --suite atari5 [--steps 500000] [training options]   # Atari-5 + Pong vs Dopamine
+    python benchmark_performance.py --suite atari5 --halving recipes.toml --games DoubleDunk,Phoenix,Qbert
 """
 from __future__ import annotations
 
@@ -117,6 +118,10 @@ def main(argv=None) -> int:
                             "RUNS_DIR/suite-NAME[_options]/")
     suite.add_argument("--steps", type=int, default=500_000,
                        help="with --suite: agent steps per game (default 500000: two of Dopamine's 250k iterations)")
+    suite.add_argument("--games", metavar="A,B,...",
+                       help="with --suite --halving RECIPES.toml: the suite's games to screen the recipes on (default "
+                            "all); the recipes run to --steps/eta^(rungs-1), the best 1/--eta by mean human-normalized "
+                            "score go on to eta times the steps, ..., to --steps")
     args, train_args = ap.parse_known_args(argv)
     if args.suite:
         return main_suite(args, train_args, ap)
@@ -278,9 +283,11 @@ def main_suite(args, train_args: list[str], ap) -> int:
     from bench.suite import REPORT_NAMES, SuiteInterrupted, report_markdown, run_suite, write_report
     from config_optimized import ConfigError
 
-    if args.time_to_score or args.halving or args.vs_baseline or args.target is not None:
+    if args.halving and not args.time_to_score:
+        return main_suite_halving(args, train_args, ap)
+    if args.time_to_score or args.halving or args.vs_baseline or args.target is not None or args.games:
         ap.error("--suite trains each game for --steps (or --minutes); drop --time-to-score, --halving, "
-                 "--vs-baseline and --target")
+                 "--vs-baseline, --target and --games (--games goes with --halving)")
     if args.profile:
         train_args = ["--profile", args.profile, *train_args]
     if args.env:
@@ -303,6 +310,43 @@ def main_suite(args, train_args: list[str], ap) -> int:
         if want:
             shutil.copyfile(os.path.join(suite_dir, name), want)
     return code
+
+
+def main_suite_halving(args, train_args: list[str], ap) -> int:
+    """--suite NAME --halving RECIPES.toml: recipes screened on the suite's games by agent steps."""
+    from bench.halving import read_recipes
+    from bench.suite import SuiteInterrupted
+    from bench.suite_halving import rung_steps, suite_halving
+    from config_optimized import ConfigError
+
+    if args.vs_baseline or args.target is not None or args.minutes is not None or args.env:
+        ap.error("--suite --halving ranks recipes by score at equal agent steps (--steps); drop --vs-baseline, "
+                 "--target, --minutes and --env")
+    if args.eta < 2 or args.rungs < 1:
+        ap.error(f"--eta {args.eta} --rungs {args.rungs}: eta must be 2 or more and rungs 1 or more")
+    if args.profile:
+        train_args = ["--profile", args.profile, *train_args]
+    steps = rung_steps(args.steps, args.eta, args.rungs)
+    if steps[0] < 2:
+        ap.error(f"--steps {args.steps}: too few for {args.rungs} rungs of eta {args.eta}")
+    try:
+        recipes = read_recipes(args.halving)
+        print(f"[HALVING] {len(recipes)} recipes on {args.games or 'every game of ' + args.suite}, rungs of "
+              f"{', '.join(f'{s:,}' for s in steps)} agent steps, the best 1/{args.eta} go on", flush=True)
+        res = suite_halving(args.suite, recipes, args.games, train_args, args.steps, args.eta, args.rungs,
+                            args.runs_dir)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SuiteInterrupted as e:
+        print(e, flush=True)
+        return 130
+    print(f"\n[HALVING] winner: {res['winner']} {' '.join(recipes[res['winner']])}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({**res, "machine": machine()}, f, indent=2, default=str)
+        print(f"JSON: {args.json}")
+    return 0
 
 
 def main_halving(args, train_args: list[str], ap) -> int:

@@ -170,3 +170,57 @@ def test_a_finished_game_kept_without_its_checkpoint_counts_as_done(tmp_path):
     S.mark_done(run, "ALE/BattleZone-v5", {"env_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
     assert S.game_state(run, 500_000, None) == ("done", {"env_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
     assert S.game_state(run, 1_000_000, None)[0] == "new"  # a longer suite trains it again from the start
+
+
+def test_suite_halving_rungs_and_refusals(tmp_path):
+    from bench import suite_halving as H
+
+    assert H.rung_steps(500_000, 2, 3) == [125_000, 250_000, 500_000]
+    assert H.rung_steps(900_000, 3, 2) == [300_000, 900_000]
+    assert H.pick_games("atari5", "DoubleDunk, Qbert") == ["ALE/DoubleDunk-v5", "ALE/Qbert-v5"]
+    assert len(H.pick_games("atari5", None)) == 6
+    with pytest.raises(ConfigError, match="Breakout not in suite atari5"):
+        H.pick_games("atari5", "Qbert,Breakout")
+    with pytest.raises(ConfigError, match=r"recipe \[long\]: --total-steps is the search's own"):
+        H.check_recipes({"long": ["--total-steps", "9"]}, [], ["ALE/Pong-v5"])
+    with pytest.raises(ConfigError, match=r"recipe \[bad\] on ALE/Pong-v5: .*--lr"):
+        H.check_recipes({"bad": ["--lr", "-1"]}, [], ["ALE/Pong-v5"])
+
+
+@pytest.mark.slow
+def test_suite_halving_screens_recipes_on_two_games_and_continues_the_winner(tmp_path):
+    """Two recipes on the quick suite's two catch games, two rungs: both train every game to the
+    first rung's steps, the better one is resumed to --steps, and the same command again only reads."""
+    recipes = tmp_path / "recipes.toml"
+    recipes.write_text('[defaults]\nargs = []\n\n[no_learning]\nargs = ["--lr", "1e-9"]\n')
+    opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--halving", str(recipes), "--steps",
+           "3000", "--rungs", "2", "--runs-dir", str(tmp_path), *opts]
+    mark = uuid.uuid4().hex
+    proc = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (root,) = tmp_path.glob("suite-halving-quick_*")
+    res = json.loads((root / "halving.json").read_text())
+    first, second = res["rungs_run"]
+    assert first["agent_steps"] == 1500 and second["agent_steps"] == 3000
+    assert {s["recipe"] for s in first["standings"]} == {"defaults", "no_learning"}
+    (kept,) = first["kept"]
+    assert [s["recipe"] for s in second["standings"]] == [kept] and res["winner"] == kept
+    dropped = ({"defaults", "no_learning"} - {kept}).pop()
+    for game in ("Catch", "CountingCatch"):
+        assert S.game_state(root / kept / game, 3000, None)[0] == "done"
+        assert S.game_state(root / dropped / game, 3000, None)[0] == "resume"  # stopped at the first rung
+    assert proc.stdout.count("--resume") == 2  # the winner's two games, continued from their checkpoints
+    assert "samples per agent step" in proc.stdout
+    again = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "mario_rl_optimized.py" not in again.stdout, again.stdout + again.stderr
+    assert marked_processes(mark) == []
+
+
+def test_the_shipped_atari_screen_parses_and_checks():
+    from bench.halving import read_recipes
+    from bench.suite_halving import check_recipes, pick_games
+
+    recipes = read_recipes(str(ROOT / "bench" / "atari_screen.toml"))
+    assert recipes["defaults"] == [] and len(recipes) >= 3
+    check_recipes(recipes, [], pick_games("atari5", "DoubleDunk,Phoenix,Qbert"))

@@ -1,0 +1,154 @@
+"""``--suite atari5 --halving RECIPES.toml [--games A,B,C]``: choose a recipe on several games at
+once, with successive halving on agent steps (Jamieson and Talwalkar 2016). Every recipe trains
+each game to the first rung's agent steps; the recipes whose mean human-normalized score over the
+games is in the best 1/eta go on, each run resumed from its own checkpoint and replay, to eta
+times the steps, and so on to ``--steps``. A rung's score of one run is Dopamine's: the mean
+training return of the games that ended in the second half of the rung's steps (at 500k, the
+250k-500k window the suite's table reports; a game without published random and human scores,
+like the test suite's catch games, counts its raw return).
+
+Judged at equal agent steps, so a recipe that trains more samples per agent step (a higher
+``--replay-ratio``) is judged by what it learns per step, not per minute: the table names each
+recipe's samples per agent step and its minutes beside its score. Each run is the real pipeline
+in ``RUNS_DIR/suite-halving-NAME_DIGEST/RECIPE/GAME``; run the same command again to continue a
+stopped search (finished runs are only read)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from pathlib import Path
+
+from config_optimized import ConfigError
+
+from .halving import survivors
+from .suite import (OWN_FLAGS, SUITES, SuiteInterrupted, claim_suite_dir, game_command, game_counters, game_name,
+                    game_state, human_normalized, load_anchors)
+from .time_to_score import train_subprocess, training_config
+
+HALVING_FILE = "halving.json"
+
+
+def rung_steps(steps: int, eta: int, rungs: int) -> list[int]:
+    """Each rung's agent steps, the last one ``steps``: 500k, eta 2, 3 rungs -> 125k, 250k, 500k."""
+    return [steps // eta ** (rungs - 1 - r) for r in range(rungs)]
+
+
+def pick_games(suite: str, games: str | None) -> list[str]:
+    """The suite's env ids for ``--games A,B`` (game names, e.g. DoubleDunk,Phoenix), or all of them."""
+    by_name = {game_name(env): env for env in SUITES[suite]}
+    if not games:
+        return list(by_name.values())
+    names = [g.strip() for g in games.split(",") if g.strip()]
+    unknown = [g for g in names if g not in by_name]
+    if unknown or not names:
+        raise ConfigError(f"--games {games}: {', '.join(unknown) or 'no game'} not in suite {suite}; choose from "
+                          f"{', '.join(by_name)}")
+    return [by_name[g] for g in names]
+
+
+def check_recipes(recipes: dict[str, list[str]], common: list[str], envs: list[str]) -> None:
+    """Every recipe on every game checked as the training script checks it, before any run starts."""
+    for name, extra in recipes.items():
+        own = [a for a in [*common, *extra] if a.split("=")[0] in OWN_FLAGS]
+        if own:
+            raise ConfigError(f"recipe [{name}]: {own[0]} is the search's own (it sets each run's game, length and "
+                              "folder); give training options, the length as --steps and the folder as --runs-dir")
+        for env in envs:
+            try:
+                training_config(["--env", env, *common, *extra])
+            except SystemExit:  # argparse has printed what it could not read
+                raise ConfigError(f"recipe [{name}]: its options (above) do not parse") from None
+            except ConfigError as e:
+                raise ConfigError(f"recipe [{name}] on {env}: {e}") from None
+
+
+def search_dir(runs_dir: str, suite: str, options: dict) -> Path:
+    digest = hashlib.sha1(json.dumps(options, sort_keys=True).encode()).hexdigest()[:10]
+    return Path(runs_dir).resolve() / f"suite-halving-{suite}_{digest}"
+
+
+def run_score(run_dir: Path, steps: int, anchors: dict) -> dict:
+    """One run at a rung of ``steps``: the mean return of the games that ended in (steps/2, steps],
+    its human-normalized value, its minutes and samples per agent step."""
+    from pipeline.records.episodes import read_episodes
+    from pipeline.records.files import RECORD_NAME
+
+    name = run_dir.name
+    rows = [r for r in read_episodes(run_dir) if steps / 2 < r["env_steps"] <= steps]
+    mean = statistics.fmean(r["return"] for r in rows) if rows else None
+    a = anchors["games"].get(name, {})
+    # a game without published random and human scores (the test suite's catch games) counts its return
+    hns = mean if mean is None or a.get("random") is None else human_normalized(mean, a["random"], a["human"])
+    counters, _ = game_counters(run_dir)
+    record = json.loads((run_dir / RECORD_NAME).read_text()) if (run_dir / RECORD_NAME).is_file() else {}
+    ratio = record.get("config", {}).get("replay_ratio")
+    return {"game": name, "return": mean, "games": len(rows), "hns": hns,
+            "minutes": counters.get("wall_s", 0) / 60, "samples_per_agent_step": ratio}
+
+
+def suite_halving(suite: str, recipes: dict[str, list[str]], games: str | None, common: list[str], steps: int,
+                  eta: int, rungs: int, runs_dir: str) -> dict:
+    """Run (or continue) the search; returns every rung's standings and the winner."""
+    from pipeline.records.files import LOG_NAME
+    from pipeline.records.record import write_json
+
+    envs = pick_games(suite, games)
+    check_recipes(recipes, common, envs)
+    options = {"suite": suite, "games": [game_name(e) for e in envs], "recipes": recipes, "common_args": common,
+               "steps": steps, "eta": eta, "rungs": rungs}
+    root = search_dir(runs_dir, suite, options)
+    claim_suite_dir(root, options)
+    anchors = load_anchors()
+    alive, history = list(recipes), []
+    for r, at in enumerate(rung_steps(steps, eta, rungs)):
+        standings = []
+        for name in alive:
+            scores = []
+            for env in envs:
+                run_dir = root / name / game_name(env)
+                state, counters = game_state(run_dir, at, None)
+                if state != "done":
+                    cmd = game_command(env, run_dir, state, [*common, *recipes[name]], at, None)
+                    print(f"[HALVING] rung {r + 1}/{rungs} ({at:,} agent steps): {name} on {game_name(env)}: "
+                          f"{' '.join(cmd[1:])}", flush=True)
+                    code, stopped = train_subprocess(cmd)
+                    if stopped:
+                        raise SuiteInterrupted(f"[HALVING] stopped by {stopped} during {name} on {env} (its run saved "
+                                               "a checkpoint); run the same command again to continue the search")
+                    if code != 0:
+                        raise RuntimeError(f"{name} on {env} exited with code {code}; its log is {run_dir / LOG_NAME}")
+                    if game_state(run_dir, at, None)[0] != "done":
+                        raise RuntimeError(f"{name} on {env} stopped before {at:,} agent steps; see {run_dir / LOG_NAME}")
+                scores.append(run_score(run_dir, at, anchors))
+            hns = [s["hns"] for s in scores if s["hns"] is not None]
+            standings.append({"recipe": name, "args": recipes[name], "games": scores,
+                              "hns_mean": statistics.fmean(hns) if len(hns) == len(scores) else None})
+        standings.sort(key=lambda s: -s["hns_mean"] if s["hns_mean"] is not None else float("inf"))
+        keep = survivors(len(standings), eta)
+        history.append({"rung": r + 1, "agent_steps": at, "standings": standings,
+                        "kept": [s["recipe"] for s in standings[:keep]]})
+        print(rung_table(history[-1]), flush=True)
+        alive = history[-1]["kept"]
+    result = {**options, "rungs_run": history, "winner": history[-1]["standings"][0]["recipe"]}
+    write_json(root / HALVING_FILE, result)
+    return result
+
+
+def rung_table(rung: dict) -> str:
+    """A rung's standings, best first: each game's mean return in the rung's second half, the
+    mean human-normalized score, and each recipe's samples per agent step and minutes per game."""
+    names = [g["game"] for g in rung["standings"][0]["games"]]
+    lines = [f"\n[HALVING] rung {rung['rung']} ({rung['agent_steps']:,} agent steps a run; score: the mean return of "
+             f"the games that ended after {rung['agent_steps'] // 2:,}), best first; kept: {', '.join(rung['kept'])}",
+             f"| recipe | {' | '.join(names)} | mean human-normalized | samples per agent step | minutes a game |",
+             "|---" * (len(names) + 4) + "|"]
+    for s in rung["standings"]:
+        rets = [f"{g['return']:,.1f}" if g["return"] is not None else "-" for g in s["games"]]
+        hns = f"{s['hns_mean']:.3f}" if s["hns_mean"] is not None else "-"
+        ratios = {g["samples_per_agent_step"] for g in s["games"]}
+        minutes = statistics.fmean(g["minutes"] for g in s["games"])
+        lines.append(f"| {s['recipe']} | {' | '.join(rets)} | {hns} | {', '.join(f'{x:g}' for x in ratios if x)} | "
+                     f"{minutes:.1f} |")
+    return "\n".join(lines)
+
