@@ -55,7 +55,7 @@ class CollectorConfig:
     num_collectors: int = doc("collector processes stepping envs", 1)
     envs_per_collector: int = doc("envs each collector steps with one batched forward pass", 8)
     start_method: str = doc("multiprocessing start method", "spawn", choices=("spawn", "forkserver", "fork"))
-    queue_capacity: int = doc("slots (transitions) in each collector's shared-memory ring", 4096)
+    ring_capacity: int = doc("slots (transitions) in each collector's shared-memory ring", 4096)
     drop_when_full: bool = doc("drop (and count) transitions when a ring is full instead of waiting", False)
     model_update_frequency: int = doc("learner updates between weight pushes to the collectors", 50)
     max_collector_restarts: int = doc("crashed-collector restarts before the run stops", 3)
@@ -218,7 +218,7 @@ def _flat_fields() -> dict[str, tuple[str, Field]]:
 
 FIELDS = _flat_fields()
 # Old names still read from flags, config files and the run records of earlier versions -> today's.
-RENAMED_FIELDS = {"processor_log_interval": "consolidation_log_interval"}
+RENAMED_FIELDS = {"processor_log_interval": "consolidation_log_interval", "queue_capacity": "ring_capacity"}
 
 
 # ----------------------------------------------------------------------------- profiles
@@ -232,12 +232,12 @@ PROFILES: dict[str, dict] = {
     "cpu-large": dict(buffer_size=200_000, channels_last=True),
     # GPU tiers: minimum (GTX 1060, 6 GB), recommended (RTX 3070, 8 GB+), optimal (RTX 4090 / A100).
     # A GPU trains on more samples per second, so more envs feed it and weights go out more often.
-    "gpu-minimum": dict(num_collectors=2, batch_size=256, model_update_frequency=5, queue_capacity=8192,
+    "gpu-minimum": dict(num_collectors=2, batch_size=256, model_update_frequency=5, ring_capacity=8192,
                         channels_last=True),
     "gpu-recommended": dict(num_collectors=4, envs_per_collector=16, batch_size=512, buffer_size=500_000,
-                            model_update_frequency=5, queue_capacity=16384, compile=True, channels_last=True),
+                            model_update_frequency=5, ring_capacity=16384, compile=True, channels_last=True),
     "gpu-optimal": dict(num_collectors=8, envs_per_collector=32, batch_size=1024, buffer_size=1_000_000,
-                        model_update_frequency=5, queue_capacity=32768, compile=True, channels_last=True),
+                        model_update_frequency=5, ring_capacity=32768, compile=True, channels_last=True),
 }
 assert set(PROFILES) == set(PROFILE_NAMES) - {"auto", "autotuned"}
 
@@ -256,7 +256,7 @@ def load_autotuned(family: str) -> dict | None:
         raise ConfigError(f"profile file {path} holds no profile (a JSON object); {redo}")
     if data.get("family", family) != family:
         raise ConfigError(f"profile file {path} was tuned on the {data['family']} family, not {family}; {redo}")
-    overrides = data.get("overrides", data)
+    overrides = {RENAMED_FIELDS.get(k, k): v for k, v in data.get("overrides", data).items()}  # older names read as today's
     unknown = set(overrides) - set(FIELDS)
     if unknown:
         raise ConfigError(f"profile file {path} sets unknown fields {sorted(unknown)}; {redo}")

@@ -98,7 +98,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     return {"env_steps_per_s": med(lambda w: w["env_steps_per_s"]), "updates_per_s": med(lambda w: w["updates_per_s"]),
             "samples_per_s": med(lambda w: w["updates_per_s"]) * cfg.learner.effective_batch,
             "learner_busy": med(lambda w: w["learner_busy"]),
-            "collector_wait": med(lambda w: w["collector_share"]["queue_wait"]),
+            "collector_wait": med(lambda w: w["collector_share"]["ring_wait"]),
             "collector_throttled": med(lambda w: w["collector_share"]["throttle"]),
             "drops": samples[-1][5] - samples[0][5], "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
             "windows": len(win), "compiled": trainer.learner.compiled,

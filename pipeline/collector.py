@@ -219,7 +219,7 @@ def _collect(start: CollectorStart):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
     spec = start.spec
     c = spec.collectors
-    ring = Ring.attach(start.ring_name, c.queue_capacity)
+    ring = Ring.attach(start.ring_name, c.ring_capacity)
     control = ControlBlock.attach(start.control_name, start.n_weights)
 
     def give_up() -> bool:

@@ -18,7 +18,7 @@ import numpy as np
 # int64 word indices; 0 and 8 are the ring's head and tail, each on its own cache line, and the
 # learner's word (ALLOWED) sits apart from the collector's counters.
 ALLOWED = 16
-DROPS, QUEUE_WAIT_NS, THROTTLE_NS, PLAYED, DROPPED_STEPS, ENV_NS, ACT_NS = 24, 25, 26, 27, 28, 29, 30
+DROPS, RING_WAIT_NS, THROTTLE_NS, PLAYED, DROPPED_STEPS, ENV_NS, ACT_NS = 24, 25, 26, 27, 28, 29, 30
 
 
 class _Word:
@@ -39,7 +39,7 @@ class CollectorBlock:
     allowed = _Word(ALLOWED, "the value of ``played`` the collector may reach before it waits (learner)")
     drops = _Word(DROPS, "records a full ring dropped (collector, --drop-when-full)")
     dropped_steps = _Word(DROPPED_STEPS, "agent steps among the dropped records (collector)")
-    queue_wait_ns = _Word(QUEUE_WAIT_NS, "time spent waiting for room in the ring (collector)")
+    ring_wait_ns = _Word(RING_WAIT_NS, "time spent waiting for room in the ring (collector)")
     throttle_ns = _Word(THROTTLE_NS, "time spent held back by the allowance (collector)")
     env_ns = _Word(ENV_NS, "time spent stepping the envs (collector)")
     act_ns = _Word(ACT_NS, "time spent choosing actions (collector)")
@@ -70,4 +70,4 @@ class CollectorBlock:
         self.throttle_ns += time.perf_counter_ns() - t0
 
     def timings_ns(self) -> dict[str, int]:
-        return {"env": self.env_ns, "act": self.act_ns, "queue_wait": self.queue_wait_ns, "throttle": self.throttle_ns}
+        return {"env": self.env_ns, "act": self.act_ns, "ring_wait": self.ring_wait_ns, "throttle": self.throttle_ns}

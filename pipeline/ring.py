@@ -120,7 +120,7 @@ class Ring:
                 if stop():
                     return False
                 time.sleep(0.0005)
-            self.block.queue_wait_ns += time.perf_counter_ns() - t0
+            self.block.ring_wait_ns += time.perf_counter_ns() - t0
         self.push(frames, **fields)
         return True
 

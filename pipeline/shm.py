@@ -46,7 +46,7 @@ class ShmError(OSError):
 
 def _advice(size: int) -> str:
     return (f"{size / 2**20:,.1f} MiB is needed; free space in {SHM_DIR} (df -h {SHM_DIR}; "
-            f"docker run --shm-size=2g) or lower --queue-capacity")
+            f"docker run --shm-size=2g) or lower --ring-capacity")
 
 
 def create(tag: str, size: int) -> shared_memory.SharedMemory:

@@ -67,9 +67,9 @@ class Pipeline:
         return [r.block for r in self.rings] + [s.block for s in self.remote.sources]
 
     def collector_time_ns(self) -> dict:
-        """Collector time by activity, summed over collectors (env, act, queue_wait, throttle)."""
+        """Collector time by activity, summed over collectors (env, act, ring_wait, throttle)."""
         per = [b.timings_ns() for b in self.blocks()]
-        return {k: sum(t[k] for t in per) for k in ("env", "act", "queue_wait", "throttle")}
+        return {k: sum(t[k] for t in per) for k in ("env", "act", "ring_wait", "throttle")}
 
     def mark(self, t: float) -> PathMark:
         return PathMark(t, self.env_steps(), self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s,
@@ -182,7 +182,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         remote.publish(learner.model)
         rings = []
         for i in range(col.num_collectors):  # one by one: each made is released if a later one fails
-            rings.append(Ring.create(f"ring{i}", col.queue_capacity))
+            rings.append(Ring.create(f"ring{i}", col.ring_capacity))
             undo.callback(rings[-1].close)
         collectors = Collectors(mp.get_context(col.start_method), cfg, [r.name for r in rings], control.name,
                                 n_weights, log, start.launches, remote)

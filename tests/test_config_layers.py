@@ -217,3 +217,13 @@ def test_a_mario_run_recorded_when_mario_ignored_noop_starts_resumes_without_the
     (run / "config.json").write_text(json.dumps({"config": cfg.flat(), "git_commit": after}))
     assert resolve_config({"resume": str(run)}, hw(2)).cfg.env_options.noop_max == 30
     assert as_trained(flat, before, "ALE/Pong-v5")[0] == {}  # Atari always honoured them
+
+
+def test_a_renamed_field_reads_under_its_old_name_everywhere(tmp_path):
+    """queue_capacity is ring_capacity now: the old flag, a config file and a run record keep working."""
+    from pipeline.settings.cli import parse_args
+
+    assert parse_args(["--queue-capacity", "512"]).ring_capacity == 512
+    f = tmp_path / "old.toml"
+    f.write_text("queue_capacity = 1024\n")
+    assert resolve_config({"config": str(f)}, hw(2)).cfg.collectors.ring_capacity == 1024

@@ -9,13 +9,13 @@ NS = 1_000_000_000
 
 
 def test_speed_gives_rates_and_shares():
-    r = speed(10.0, 1_000, 120, 9.0, {"env": 3 * NS, "act": 1 * NS, "queue_wait": 0, "throttle": 4 * NS})
+    r = speed(10.0, 1_000, 120, 9.0, {"env": 3 * NS, "act": 1 * NS, "ring_wait": 0, "throttle": 4 * NS})
     assert (r["env_steps_per_s"], r["updates_per_s"], r["learner_busy"]) == (100.0, 12.0, 0.9)
-    assert r["collector_share"] == {"env": 0.375, "act": 0.125, "queue_wait": 0.0, "throttle": 0.5}
+    assert r["collector_share"] == {"env": 0.375, "act": 0.125, "ring_wait": 0.0, "throttle": 0.5}
 
 
 def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
-    start = {"env": 0, "act": 0, "queue_wait": 0, "throttle": 0}
+    start = {"env": 0, "act": 0, "ring_wait": 0, "throttle": 0}
     w = EpochWindow(PathMark(t=100.0, env_steps=10_000, updates=500, collector_ns=start, consolidation_s=1.0))
     for loss in (0.5, 0.3):
         w.add_update({"loss": loss, "td_error": 2 * loss, "q_mean": 1.0, "grad_norm": 3.0})
@@ -25,7 +25,7 @@ def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
         games.add_row({"wall_s": 0.0, "env_steps": 0, "updates": 0, "samples_trained": 0, "return": 550.0 + 10 * i,
                        "length": 200, "distance": 650.0 + 10 * i, "flag": i == 24})
     at = PathMark(t=120.0, env_steps=12_000, updates=740, consolidation_s=1.2, drops=0,
-                  collector_ns={"env": 18 * NS, "act": 2 * NS, "queue_wait": 0, "throttle": 0})
+                  collector_ns={"env": 18 * NS, "act": 2 * NS, "ring_wait": 0, "throttle": 0})
     end = EpochEnd(at, epoch=3, games=games.window_means(), episodes_total=90, epsilon=0.5, buffer=12_000,
                    samples_trained=23_680, batch=32, mario=True, wall_s=3_725.0, eta="0:10:00")
     lines, row = epoch_report(w, end)

@@ -73,7 +73,7 @@ def test_learner_killed_in_warm_up_takes_down_collectors_waiting_for_room(tmp_pa
     while it drains leaves room in the rings: the collector's per-step parent check ends it.)"""
     mark, lines = uuid.uuid4().hex, []
     proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--start-method", "fork", "--num-collectors", "2",
-                  "--queue-capacity", "64", "--learning-starts", "1000000", "--total-steps", "1000000000"], mark)
+                  "--ring-capacity", "64", "--learning-starts", "1000000", "--total-steps", "1000000000"], mark)
     children = []
     try:
         assert read_until(proc, "collector seeds", lines), "".join(lines)[-3000:]
@@ -232,7 +232,7 @@ def test_full_disk_during_run_stops_cleanly_and_keeps_checkpoint(tmp_path):
     before = ckpt.load(run_dir / "checkpoint.pt")["counters"]["env_steps"]
     # The same run resumed on a "disk" that takes files up to 12 MB: logs and shared memory fit
     # (a small ring), a 27 MB checkpoint does not.
-    proc, out = run([*CATCH, "--run-dir", str(run_dir), "--resume", "--queue-capacity", "512",
+    proc, out = run([*CATCH, "--run-dir", str(run_dir), "--resume", "--ring-capacity", "512",
                      "--total-steps", "1000000000"], mark, preexec_fn=_limit_file_size(12_000_000))
     assert proc.returncode == 1, out[-3000:]
     assert "[MAIN] Error: could not write checkpoint" in out and "previous checkpoint is untouched" in out

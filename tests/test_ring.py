@@ -51,7 +51,7 @@ def test_every_record_arrives_once_in_order(method, chunk):
         seq = np.concatenate(got_reward)
         assert np.array_equal(seq, np.arange(N_RECORDS, dtype=np.float32))
         assert np.array_equal(np.concatenate(got_frames), (np.arange(N_RECORDS) % 251).astype(np.uint8))
-        assert ring.block.queue_wait_ns > 0, "backpressure never happened; the test did not exercise it"
+        assert ring.block.ring_wait_ns > 0, "backpressure never happened; the test did not exercise it"
         assert len(ring) == 0
     finally:
         ring.close()

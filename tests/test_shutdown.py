@@ -65,13 +65,13 @@ def _wait_for(condition, timeout=30.0) -> bool:
 def test_collector_leaves_each_wait_when_its_learner_dies(wait):
     """SIGKILL the learner while its collector waits for the first weights, for allowance, or
     for room in a full ring nobody drains: the stop flag is never set, yet it must exit."""
-    cfg = resolve_config({"env": "tests.catch_env:Catch-v0", "envs_per_collector": 4, "queue_capacity": 16,
+    cfg = resolve_config({"env": "tests.catch_env:Catch-v0", "envs_per_collector": 4, "ring_capacity": 16,
                           "tensorboard": False}).cfg
     spec = CollectorSpec.of(cfg)
     probe = Collector(spec, 0, 0, CollectorBlock.local())
     probe.close()
     n_weights = flat_size(probe.model)
-    ring = Ring.create(f"test_dead_learner_{wait}", spec.collectors.queue_capacity)
+    ring = Ring.create(f"test_dead_learner_{wait}", spec.collectors.ring_capacity)
     control = ControlBlock.create(n_weights)
     block, collector = ring.block, None
     ctx = mp.get_context("fork")

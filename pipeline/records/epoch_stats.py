@@ -19,7 +19,7 @@ class PathMark:
     t: float                      # time.monotonic()
     env_steps: int                # the run's agent steps
     updates: int                  # the learner's updates
-    collector_ns: dict            # collector time by activity (env, act, queue_wait, throttle), summed
+    collector_ns: dict            # collector time by activity (env, act, ring_wait, throttle), summed
     consolidation_s: float        # the consolidation thread's busy seconds
     drops: int = 0                # ring records dropped (--drop-when-full)
 
@@ -71,7 +71,7 @@ def _fmt(v, f: str) -> str:
 def speed(seconds: float, env_steps: int, updates: int, update_s: float, collector_ns: dict) -> dict:
     """The speed figures of a span of ``seconds`` in which the run made ``env_steps`` agent steps
     and ``updates`` updates, the learner spent ``update_s`` in ``Learner.update`` and the
-    collectors spent ``collector_ns`` by activity (env, act, queue_wait, throttle): rates, the
+    collectors spent ``collector_ns`` by activity (env, act, ring_wait, throttle): rates, the
     learner's busy share and each activity's share of collector time."""
     seconds = max(seconds, 1e-9)
     total = max(sum(collector_ns.values()), 1e-9)
@@ -96,7 +96,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
         f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (b.consolidation_s - a.consolidation_s) / dt:.0f}% | "
         f"collectors: env {100 * share['env']:.0f}%, act {100 * share['act']:.0f}%, "
-        f"queue-wait {100 * share['queue_wait']:.0f}%, throttled {100 * share['throttle']:.0f}% | "
+        f"ring-wait {100 * share['ring_wait']:.0f}%, throttled {100 * share['throttle']:.0f}% | "
         f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}",
     ]
     row = {"epoch": e.epoch, "env_steps": b.env_steps, "updates": b.updates, "wall_s": round(e.wall_s, 3),
@@ -104,7 +104,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": b.drops,
            "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,
-           "collector_queue_wait": share["queue_wait"], "collector_throttled": share["throttle"]}
+           "collector_ring_wait": share["ring_wait"], "collector_throttled": share["throttle"]}
     if e.mario:
         row["distance_mean"] = dist
         row["flag_rate"] = e.games["flag"]

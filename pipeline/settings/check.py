@@ -45,7 +45,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         check_env_id(cfg.env)
     except UnknownEnvError as e:
         raise ConfigError(str(e)) from None
-    positive = ["total_steps", "frame_stack", "frame_skip", "envs_per_collector", "queue_capacity", "ray_batch",
+    positive = ["total_steps", "frame_stack", "frame_skip", "envs_per_collector", "ring_capacity", "ray_batch",
                 "consolidation_batch", "model_update_frequency", "buffer_size", "n_step", "batch_size",
                 "grad_accum_steps", "target_update_interval", "checkpoint_interval", "epoch_steps", "prefetch_batches",
                 "eval_episodes"]
@@ -116,8 +116,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
                                f"needs {rep.n_step + 1} records in a stream ({first_batch:,} agent steps in all) and "
                                f"collectors play only {head_start:,.0f} steps past --learning-starts before the "
                                f"learner trains; use --learning-starts {math.ceil(first_batch - head_start)} or more")
-    if col.queue_capacity < col.envs_per_collector:
-        bad("queue_capacity", f"must hold at least one step of all {col.envs_per_collector} envs of a collector")
+    if col.ring_capacity < col.envs_per_collector:
+        bad("ring_capacity", f"must hold at least one step of all {col.envs_per_collector} envs of a collector")
     collectors_need = col.num_collectors * COLLECTOR_BYTES
     usable = hw.ram_available_bytes * 0.9
     if collectors_need > usable:
@@ -125,7 +125,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("num_collectors", f"needs about {collectors_need / 2**30:.1f} GiB for the collector processes alone "
                               f"(~{COLLECTOR_BYTES / 2**20:.0f} MB each) but {hw.ram_available_bytes / 2**30:.1f} GiB "
                               f"is available; at most {fit} fit, and {max(1, hw.cores - 1)} suit {hw.cores} cores")
-    need = (rep.buffer_size * (FRAME_BYTES + REPLAY_META_BYTES) + col.num_collectors * col.queue_capacity * (FRAME_BYTES + 32)
+    need = (rep.buffer_size * (FRAME_BYTES + REPLAY_META_BYTES) + col.num_collectors * col.ring_capacity * (FRAME_BYTES + 32)
             + collectors_need)
     if need > usable:
         bad("buffer_size", f"needs {need / 2**30:.2f} GiB for replay, queues and collectors but only "
