@@ -138,11 +138,14 @@ class RunConfig:
     score_metric: str = doc("what --target-score is measured in: the raw (unclipped) return, or the distance (Mario)",
                             "return", choices=("return", "distance"))
     time_limit: float = doc("stop once the run has trained this many minutes of wall clock (a resumed run's earlier "
-                            "sessions count, as its agent steps count for --total-steps); 0 = no limit", 0.0)
+                            "parts count, as its agent steps count for --total-steps); 0 = no limit", 0.0)
     eval_interval: int = doc("agent steps between evaluations of the current weights in a process of their own, "
                              "keeping the best in best_eval.pt; 0 = off (best.pt still follows training games)", 0)
     eval_episodes: int = doc("whole games per --eval-interval evaluation (--eval plays --episodes)", 5)
     eval_epsilon: float = doc("random-action probability when evaluating (--eval-interval and --eval); CleanRL uses 0.05", 0.0)
+    stop_at_flag: bool = doc("stop once the kept weights (best_eval.pt) reach the flag in every game of the "
+                             "evaluation that confirmed them (Mario, with --eval-interval), saving an MP4 of a flag "
+                             "run beside them; false trains on to --total-steps", True)
     run_dir: str = doc("the run's folder (checkpoints, metrics, logs); unset = a new runs/{env}__{seed}__{time}", "")
     resume: str = doc("continue a run from its last checkpoint: its folder, or 'latest'; a bare --resume "
                       "continues --run-dir (or, without one, the latest run)", "", nargs="?", const=RESUME_HERE,

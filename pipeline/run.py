@@ -17,7 +17,7 @@ from .bf16_probe import probe_this_cpu
 from .distributed.errors import RayClusterError
 from .learner import TrainingDiverged, flush_denormals
 from .records import checkpoint as ckpt
-from .records.files import BEST_NAME, CHECKPOINT_NAME, METRICS_NAME, RECORD_NAME
+from .records.files import BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, FLAG_VIDEO_NAME, METRICS_NAME, RECORD_NAME
 from .records.metrics import read_jsonl
 from .records.resume import check_resume
 from .records.run_folder import clear_run, link_latest, resolve_run_dir
@@ -38,7 +38,7 @@ class TrainResult:
     checkpoint: Path | None      # the final (or last good) checkpoint; None if none was ever written
     best: Path | None            # best.pt: the best last-20 mean score at an epoch end; None before 20 games
     metrics: dict | None         # the last metrics.jsonl row
-    stop_reason: str             # total_steps, time_limit, target_score, SIGINT, SIGTERM or error
+    stop_reason: str             # total_steps, time_limit, target_score, finished (--stop-at-flag), SIGINT, SIGTERM or error
     exit_code: int               # 0: stopped as asked; 1: a failure, logged as one "[MAIN] Error: ..." line
 
 
@@ -149,6 +149,8 @@ def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
                     code = 1
             else:
                 log(f"[MAIN] No final checkpoint was written; {last} holds the last good one")
+            if trainer.stop_reason == "finished":
+                _film_a_flag(run_dir, cfg.seed, log)
             log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {parts.env_steps():,} agent steps, "
                 f"{trainer.learner.updates:,} updates; checkpoint {last}")
             _write_curve(run_dir, log)
@@ -163,6 +165,26 @@ def _result(run_dir: Path, stop_reason: str | None, code: int) -> TrainResult:
     rows = read_jsonl(run_dir / METRICS_NAME) if (run_dir / METRICS_NAME).exists() else []
     return TrainResult(run_dir, last if last.exists() else None, best if best.exists() else None,
                        rows[-1] if rows else None, stop_reason or "error", code)
+
+
+FLAG_TRIES = 5  # greedy games filmed, each on another seed, until one reaches the flag
+
+
+def _film_a_flag(run_dir: Path, seed: int, log: RunLog) -> None:
+    """An MP4 of the kept weights (best_eval.pt) reaching the flag, beside them: greedy games on
+    other seeds until one does, at most FLAG_TRIES."""
+    from .evaluation.evaluate import evaluate
+
+    path = run_dir / FLAG_VIDEO_NAME
+    try:
+        for i in range(FLAG_TRIES):
+            res = evaluate(run_dir / BEST_EVAL_NAME, 1, path, seed=seed + 7_777 + i, epsilon=0.0, log=lambda *_: None)
+            if res.flags and res.flags[0]:
+                log(f"[MAIN] A flag run of the kept weights: {path} (distance {res.distances[0]:.0f})")
+                return
+        log(f"[MAIN] The kept weights did not reach the flag in {FLAG_TRIES} filmed greedy games; the last is {path}")
+    except Exception as e:  # a video must never cost the run its clean shutdown
+        log(f"[MAIN] Could not film the kept weights: {type(e).__name__}: {e}")
 
 
 def _write_curve(run_dir: Path, log: RunLog) -> None:

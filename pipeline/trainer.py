@@ -81,7 +81,12 @@ class Trainer:
         if p.take_games():
             self.stop_reason = "target_score"
         p.evals.poll()
-        if p.evals.due(p.env_steps()) and self.learner.updates:
+        if p.evals.finished and run.stop_at_flag:
+            flags, games = p.evals.last_flags
+            self.log(f"[MAIN] Finished: the kept weights reached the flag in {flags} of {games} fresh games "
+                     f"(epsilon {run.eval_epsilon:g}); stopping (--stop-at-flag false trains on)")
+            self.stop_reason = "finished"
+        elif p.evals.due(p.env_steps()) and self.learner.updates:
             p.evals.start(p.save_checkpoint, p.env_steps())
         if run.time_limit and p.books.wall_s(now) >= run.time_limit * 60:
             self.stop_reason = "time_limit"

@@ -36,7 +36,7 @@ from .ring import Ring
 from .settings.hardware import Hardware, learner_threads, resolve_device
 from .supervisor import Collectors
 
-PLANNED_STOPS = ("total_steps", "time_limit", "target_score")  # a stop that lets a running evaluation finish
+PLANNED_STOPS = ("total_steps", "time_limit", "target_score", "finished")  # a stop that lets a running evaluation finish
 
 
 @dataclass
@@ -96,7 +96,7 @@ class Pipeline:
 
     def end_epoch(self, window: EpochWindow, t: float) -> None:
         self.take_games()
-        self.books.end_epoch(window, self.mark(t), self.collectors.launches, self.evals.best)
+        self.books.end_epoch(window, self.mark(t), self.collectors.launches, self.evals.best, self.evals.last_flags)
 
     def save_checkpoint(self, name: str = CHECKPOINT_NAME, best: dict | None = None) -> Path:
         return self.books.save_checkpoint(self.env_steps(), self.collectors.launches, self.evals.best, name, best)

@@ -4,7 +4,8 @@ pipeline a real game does, and small enough that a DQN learns it in a minute on 
 
 Importing this module registers ``Catch-v0`` (used as ``--env tests.catch_env:Catch-v0``) and
 ``CatchCrash-v0`` (raises inside ``step`` after 400 steps) and ``CatchNaN-v0`` (rewards turn
-NaN after 200 steps), for fault tests, and ``CountingCatch-v0``, whose frames carry the env
+NaN after 200 steps), for fault tests, ``FlagCatch-v0`` (a distance and a flag, as Mario
+reports them), and ``CountingCatch-v0``, whose frames carry the env
 instance's id and the number of its observation (``stamp``), so a test can read from the replay
 whether every stream's records arrived exactly once and in order.
 """
@@ -76,6 +77,16 @@ class CountingCatch(Catch):
         return frame
 
 
+class FlagCatch(Catch):
+    """Catch that reports a distance and a flag, as Mario does: the ball's row as ``x_pos``, and
+    ``flag_get`` when it lands, caught or not, so every whole game is a "flag run" (the finish
+    line of ``--stop-at-flag``, tested without Mario's minutes)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {"x_pos": float(self.ball[0]), "flag_get": bool(terminated)}
+
+
 def stamp(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(instance ids, observation numbers) of CountingCatch frames [..., 84, 84]."""
     words = np.ascontiguousarray(frames[..., 0, :8]).view("<u4")
@@ -86,3 +97,4 @@ gym.register("Catch-v0", entry_point=Catch)
 gym.register("CountingCatch-v0", entry_point=CountingCatch)
 gym.register("CatchCrash-v0", entry_point=Catch, kwargs={"crash_after": 400})
 gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 200})
+gym.register("FlagCatch-v0", entry_point=FlagCatch)

@@ -36,3 +36,14 @@ def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
     assert "elapsed 1:02:05, ETA 0:10:00" in lines[1]
     assert row["env_steps_per_s"] == 100.0 and row["learner_busy"] == 0.75 and row["q_mean"] == 1.0 and row["grad_norm"] == 3.0
     assert row["distance_mean"] == 795.0 and row["flag_rate"] == pytest.approx(0.05)
+
+
+def test_a_mario_epoch_line_shows_the_last_evaluations_flags():
+    start = {"env": 0, "act": 0, "ring_wait": 0, "throttle": 0}
+    w = EpochWindow(PathMark(t=0.0, env_steps=0, updates=0, collector_ns=start, consolidation_s=0.0))
+    at = PathMark(t=10.0, env_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0)
+    means = ScoreTracker(metric="distance").window_means()
+    lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a", (7, 10)))
+    assert lines[0].endswith("Buffer: 1,000, Eval flags: 7/10")
+    lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a", None))
+    assert lines[0].endswith("Buffer: 1,000")  # no evaluation yet: the line as it always was

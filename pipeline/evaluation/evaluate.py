@@ -210,7 +210,6 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
     fps = (env.render_fps() or 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
-    mario = is_mario(cfg.env)
     res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint), weights_sha256=digest)
     try:
         rollout = Rollout(env, model, meta["frame_stack"], False, seed)
@@ -222,7 +221,10 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
                 recorder.add(env.render_first())
         if recorder is not None:
             recorder.add(env.render_first())
-        for n, game in enumerate(play_games(rollout, episodes, epsilon, max_steps, film if recorder else None)):
+        games = play_games(rollout, episodes, epsilon, max_steps, film if recorder else None)
+        # Mario, or any game that reports how far it got and a flag
+        mario = is_mario(cfg.env) or any(not np.isnan(g.distance) for g in games)
+        for n, game in enumerate(games):
             res.returns.append(game.ret)
             res.lengths.append(game.length)
             res.action_digests.append(game.actions)

@@ -8,6 +8,12 @@ CleanRL and SB3's EvalCallback do. A process of its own, because a game of Pong 
 of CPU and the learner must not wait for it; one evaluation at a time (the next one is due at
 the first interval after it ends), each answering through a pipe of its own, so a late answer
 can never be taken for the next evaluation's.
+
+An evaluation that beats the best so far is confirmed before its weights replace best_eval.pt:
+the same weights play as many fresh games (other seeds), and only the confirmation's score counts.
+The best of many evaluations is lucky by selection (weights that won 8 of 10 replayed 6 of 10),
+so the kept score is one that was not chosen for being high. A Mario candidate whose confirmation
+reaches the flag in every game is a finished agent (``finished``): the run can stop there.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from pathlib import Path
 from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
 
 TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a policy stuck in a game)
+CONFIRM_SEED_OFFSET = 1_000_003  # a confirmation's games: seeds apart from every screening's
 
 
 def _exit_with_parent(parent_pid: int, every_s: float = 0.1) -> None:
@@ -77,11 +84,16 @@ class PeriodicEval:
         self.ctx = mp.get_context("spawn")
         self.run_dir, self.interval, self.episodes = Path(run_dir), interval, episodes
         self.epsilon, self.metric, self.seed, self.log = epsilon, metric, seed, log
-        self.best = best           # best mean score of an evaluation so far (kept in checkpoints)
+        self.best = best           # best confirmed mean score so far (kept in checkpoints)
         self.next_at = next_at     # agent steps at which the next evaluation is due
         self.proc = self.conn = None
+        self.phase = "screen"      # what is playing: a screening, or the confirmation of one that beat the best
+        self.screened: dict = {}   # the screening a confirmation confirms
         self.steps = 0             # agent steps of the weights being evaluated
+        self.games_seed = 0        # the seed of the games being played
         self.started = 0.0
+        self.last_flags: tuple[int, int] | None = None  # (flags, games) of the last evaluation, Mario
+        self.finished = False      # kept weights reached the flag in every game of their confirmation
 
     @property
     def running(self) -> bool:
@@ -95,18 +107,25 @@ class PeriodicEval:
         self.next_at = (steps // self.interval + 1) * self.interval
         try:
             path = save_weights(CANDIDATE_NAME)
-            recv, send = self.ctx.Pipe(duplex=False)
-            proc = self.ctx.Process(target=_play, name="evaluator", daemon=True,
-                                    args=(str(path), self.episodes, self.epsilon, self.seed + steps, send, os.getpid()))
-            proc.start()
+            self._launch(path, self.seed + steps, "screen")
         except Exception as e:  # a full disk or no memory for a process: training goes on without it
             self.log(f"[EVAL] Evaluation at {steps:,} agent steps not started: {type(e).__name__}: {e}")
             return
-        send.close()
-        self.proc, self.conn, self.steps, self.started = proc, recv, steps, time.monotonic()
+        self.steps = steps
+
+    def _launch(self, path: Path, games_seed: int, phase: str) -> None:
+        recv, send = self.ctx.Pipe(duplex=False)
+        proc = self.ctx.Process(target=_play, name="evaluator", daemon=True,
+                                args=(str(path), self.episodes, self.epsilon, games_seed, send, os.getpid()))
+        try:
+            proc.start()
+        finally:
+            send.close()
+        self.proc, self.conn, self.phase, self.games_seed, self.started = proc, recv, phase, games_seed, time.monotonic()
 
     def poll(self) -> None:
-        """Take a finished evaluation's result: log it, append it to evals.jsonl, keep its weights if best."""
+        """Take a finished evaluation's result: log it, append it to evals.jsonl; a screening that
+        beats the best starts its confirmation, a confirmation that does too keeps its weights."""
         if self.proc is None:
             return
         if self.conn.poll():
@@ -121,26 +140,55 @@ class PeriodicEval:
         else:
             return
         self._end()
+        candidate = self.run_dir / CANDIDATE_NAME
+        what = "Confirmation" if self.phase == "confirm" else "Evaluation"
         if "error" in res:
-            self.log(f"[EVAL] Evaluation at {self.steps:,} agent steps failed: {res['error']}")
+            self.log(f"[EVAL] {what} at {self.steps:,} agent steps failed: {res['error']}")
+            candidate.unlink(missing_ok=True)
             return
         scores = res["distances"] if self.metric == "distance" else res["returns"]
         score = statistics.fmean(scores)
-        row = {"env_steps": self.steps, "score": score, "metric": self.metric, "epsilon": self.epsilon, **res}
+        row = {"env_steps": self.steps, "score": score, "metric": self.metric, "epsilon": self.epsilon,
+               "phase": self.phase, "seed": self.games_seed, **res}
         with open(self.run_dir / EVALS_NAME, "a") as f:
             f.write(json.dumps(row) + "\n")
-        note = ""
-        if score > self.best:
+        flags = f", flag in {sum(res['flags'])}/{len(scores)}" if res.get("flags") else ""
+        if res.get("flags"):
+            self.last_flags = (sum(res["flags"]), len(scores))
+        said = (f"mean {self.metric} {score:.2f} over {len(scores)} {'fresh ' if self.phase == 'confirm' else ''}"
+                f"games (epsilon {self.epsilon:g}){flags}")
+        if self.phase == "screen" and score > self.best:
+            self.screened = {"score": score, "seed": self.games_seed}
+            try:
+                self._launch(candidate, CONFIRM_SEED_OFFSET + self.games_seed, "confirm")
+            except Exception as e:
+                self.log(f"[EVAL] At {self.steps:,} agent steps: {said}; its confirmation did not start "
+                         f"({type(e).__name__}: {e}): best_eval.pt stays")
+                candidate.unlink(missing_ok=True)
+                return
+            self.log(f"[EVAL] At {self.steps:,} agent steps: {said}; above the best so far, confirming on "
+                     f"{self.episodes} fresh games")
+            return
+        if self.phase == "confirm" and score > self.best:
             self.best = score
-            keep_as_best(self.run_dir / CANDIDATE_NAME, self.run_dir / BEST_EVAL_NAME,
-                         {"metric": self.metric, "score": score, "env_steps": self.steps, "games": len(scores),
-                          "epsilon": self.epsilon, "seed": self.seed + self.steps})
-            note = f"; best so far, weights in {self.run_dir / BEST_EVAL_NAME}"
-        self.log(f"[EVAL] At {self.steps:,} agent steps: mean {self.metric} {score:.2f} over {len(scores)} games "
-                 f"(epsilon {self.epsilon:g}){note}")
+            best = {"metric": self.metric, "score": score, "env_steps": self.steps, "games": len(scores),
+                    "epsilon": self.epsilon, "seed": self.games_seed, "screen_score": self.screened["score"],
+                    "screen_seed": self.screened["seed"]}
+            if res.get("flags"):
+                best["flags"] = sum(res["flags"])
+            keep_as_best(candidate, self.run_dir / BEST_EVAL_NAME, best)
+            self.finished = bool(res.get("flags")) and all(res["flags"])
+            self.log(f"[EVAL] At {self.steps:,} agent steps, confirmed: {said}; best so far, weights in "
+                     f"{self.run_dir / BEST_EVAL_NAME}")
+            return
+        candidate.unlink(missing_ok=True)
+        self.log(f"[EVAL] At {self.steps:,} agent steps: {said}" + (
+            f"; not confirmed (the best so far is {self.best:.2f}): best_eval.pt stays" if self.phase == "confirm"
+            else ""))
 
     def finish(self, wait_s: float) -> None:
-        """At a planned stop: give an evaluation still playing up to ``wait_s`` seconds to report."""
+        """At a planned stop: give an evaluation still playing (and a confirmation it starts) up to
+        ``wait_s`` seconds to report."""
         deadline = time.monotonic() + wait_s
         while self.proc is not None and time.monotonic() < deadline:
             self.poll()

@@ -74,16 +74,18 @@ class RunBooks:
         return reached
 
     # ------------------------------------------------------------------ epochs
-    def end_epoch(self, window: EpochWindow, at: PathMark, launches: int, best_eval: float) -> None:
-        """An epoch's two log lines and metrics row; best.pt when the last-20 mean beats every
-        earlier epoch's (free: it uses the games training played anyway)."""
+    def end_epoch(self, window: EpochWindow, at: PathMark, launches: int, best_eval: float,
+                  eval_flags: tuple[int, int] | None = None) -> None:
+        """An epoch's two log lines and metrics row (``eval_flags``: the flags of the last
+        evaluation, Mario's); best.pt when the last-20 mean beats every earlier epoch's (free: it
+        uses the games training played anyway)."""
         cfg = self.cfg
         self.epoch += 1
         sps = (at.env_steps - window.start.env_steps) / max(at.t - window.start.t, 1e-9)
         wall_s = self.wall_s(at.t)
         end = EpochEnd(at, self.epoch, self.score.window_means(), self.episodes, self.epsilon(at.env_steps),
                        len(self.replay), self.samples_trained, cfg.learner.effective_batch, is_mario(cfg.env), wall_s,
-                       eta(cfg.total_steps, at.env_steps, sps, cfg.run.time_limit, wall_s))
+                       eta(cfg.total_steps, at.env_steps, sps, cfg.run.time_limit, wall_s), eval_flags)
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)

@@ -57,6 +57,7 @@ class EpochEnd:
     mario: bool
     wall_s: float                 # run time so far, resumed runs included
     eta: str
+    eval_flags: tuple[int, int] | None = None  # (flags, games) of the last --eval-interval evaluation (Mario)
 
 
 def _mean(values):
@@ -91,7 +92,8 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     tail = f"Distance: {_fmt(dist, '.1f')}" if e.mario else f"Length: {_fmt(length, '.0f')}"
     lines = [
         f"[MAIN] Epoch {e.epoch} - Loss: {_fmt(loss, '.4f')}, TD Error: {_fmt(td, '.4f')}, "
-        f"Reward: {_fmt(ret, '.2f')}, {tail}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}",
+        f"Reward: {_fmt(ret, '.2f')}, {tail}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}"
+        + (f", Eval flags: {e.eval_flags[0]}/{e.eval_flags[1]}" if e.mario and e.eval_flags else ""),
         f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
         f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (b.consolidation_s - a.consolidation_s) / dt:.0f}% | "

@@ -12,6 +12,7 @@ A run folder (``runs/{env}__{seed}__{time}``, or ``--run-dir``)::
     episodes.jsonl      one row per whole game
     evals.jsonl         one row per evaluation during training
     eval.json           the last ``--eval`` of the run
+    flag.mp4            a flag run of the kept weights, where a run stopped at a finished agent (Mario)
     learning_curve.png  ``--plot`` and the end of every run
     train.log           the run's log
     wandb_run_id, wandb/  ``--track``
@@ -34,6 +35,7 @@ TB_DIR = "tb"
 TRACKING_ID_FILE = "wandb_run_id"
 WANDB_DIR = "wandb"
 VIDEO_NAME = "replay.mp4"              # the evaluation video a Hub upload carries
+FLAG_VIDEO_NAME = "flag.mp4"           # a flag run of best_eval.pt, filmed where --stop-at-flag stopped the run
 MODEL_CARD_NAME = "README.md"          # the Hub upload's model card
 LATEST_LINK = "latest"                 # runs/latest: the newest run under runs/
 TMP_SUFFIX = ".tmp"                    # atomic writes go to NAME.tmp, then are renamed over NAME
