@@ -312,6 +312,16 @@ def main_suite(args, train_args: list[str], ap) -> int:
     return code
 
 
+def report_winner(res: dict, recipes: dict[str, list[str]], json_path: str | None) -> int:
+    """A finished search's last lines (and its JSON, with the machine, where asked)."""
+    print(f"\n[HALVING] winner: {res['winner']} {' '.join(recipes[res['winner']])}")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({**res, "machine": machine()}, f, indent=2, default=str)
+        print(f"JSON: {json_path}")
+    return 0
+
+
 def main_suite_halving(args, train_args: list[str], ap) -> int:
     """--suite NAME --halving RECIPES.toml: recipes screened on the suite's games by agent steps."""
     from bench.halving import read_recipes
@@ -341,12 +351,7 @@ def main_suite_halving(args, train_args: list[str], ap) -> int:
     except SuiteInterrupted as e:
         print(e, flush=True)
         return 130
-    print(f"\n[HALVING] winner: {res['winner']} {' '.join(recipes[res['winner']])}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({**res, "machine": machine()}, f, indent=2, default=str)
-        print(f"JSON: {args.json}")
-    return 0
+    return report_winner(res, recipes, args.json)
 
 
 def main_halving(args, train_args: list[str], ap) -> int:
@@ -391,12 +396,7 @@ def main_halving(args, train_args: list[str], ap) -> int:
     print(f"[HALVING] {len(recipes)} recipes, rungs of {', '.join(f'{m:g}' for m in rung_minutes(minutes, args.eta, args.rungs))} "
           f"min, the best 1/{args.eta} go on; target {target:g}", flush=True)
     res = halving(recipes, train_args, target, minutes, args.eta, args.rungs, args.runs_dir, metric, SCORE_WINDOW)
-    print(f"\n[HALVING] winner: {res['winner']} {' '.join(recipes[res['winner']])}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({**res, "machine": machine()}, f, indent=2, default=str)
-        print(f"JSON: {args.json}")
-    return 0
+    return report_winner(res, recipes, args.json)
 
 
 if __name__ == "__main__":
