@@ -157,7 +157,7 @@ class Learner:
         pin = self.device.type == "cuda"
         out = {}
         for k, v in batch.items():
-            if v is None or k in ("stream", "pos", "seq"):
+            if v is None or k in ("stream", "pos", "seq", "age"):  # the replay's bookkeeping stays on the host
                 out[k] = v
                 continue
             if k in ("obs", "next_obs") and self.memory_format is torch.channels_last:

@@ -153,6 +153,7 @@ class Trainer:
         self.samples_trained_run += spu
         p.books.samples_trained += spu
         window.add_update(out)
+        window.sample_ages += [b["age"] for b in batches]
         if learner.updates % cfg.collectors.model_update_frequency == 0:
             p.publish()
         if learner.updates % cfg.run.checkpoint_interval == 0:

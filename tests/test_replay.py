@@ -266,3 +266,12 @@ def test_from_config_hands_the_replay_its_parts():
     replay.update_priorities(np.array([0]), np.array([0]), torch.tensor([3.0]), np.array([0]))
     replay.anneal(0.5)
     assert replay.sampler.rng.bit_generator.state == state
+
+
+def test_a_batch_says_how_old_its_samples_are():
+    """Uniform samples from a full replay are on average half its capacity old, in agent steps."""
+    num_envs = 4
+    replay = small_replay(400, num_envs)
+    fill(replay, make_streams(num_envs, 300))  # each stream's 100 slots rewritten three times over
+    ages = [replay.sample(64)["age"] for _ in range(50)]
+    assert 0.4 * 400 < np.mean(ages) < 0.6 * 400

@@ -31,6 +31,7 @@ class EpochWindow:
     td_errors: list = field(default_factory=list)
     q_means: list = field(default_factory=list)
     grad_norms: list = field(default_factory=list)  # before clipping: a spike precedes a collapse
+    sample_ages: list = field(default_factory=list)  # agent steps since each batch's samples were played (mean)
     idle_s: float = 0.0           # the learner loop waiting for agent steps to pay for an update
     wait_batch_s: float = 0.0     # waiting for the prefetch thread's batch
     update_s: float = 0.0         # inside Learner.update
@@ -86,6 +87,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     dt = max(b.t - a.t, 1e-9)
     ret, length, dist = e.games["return"], e.games["length"], e.games["distance"] if e.mario else None
     loss, td, q_mean, grad_norm = _mean(w.losses), _mean(w.td_errors), _mean(w.q_means), _mean(w.grad_norms)
+    sample_age = _mean(w.sample_ages)
     r = speed(dt, b.env_steps - a.env_steps, b.updates - a.updates, w.update_s,
               {k: b.collector_ns[k] - a.collector_ns[k] for k in b.collector_ns})
     sps, ups, busy, share = r["env_steps_per_s"], r["updates_per_s"], r["learner_busy"], r["collector_share"]
@@ -102,7 +104,8 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}",
     ]
     row = {"epoch": e.epoch, "env_steps": b.env_steps, "updates": b.updates, "wall_s": round(e.wall_s, 3),
-           "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "epsilon": e.epsilon, "return_mean": ret,
+           "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "sample_age": sample_age,
+           "epsilon": e.epsilon, "return_mean": ret,
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": b.drops,
            "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,

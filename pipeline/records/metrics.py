@@ -17,7 +17,7 @@ TB_TAGS = {
     "loss": "losses/td_loss", "td_error": "losses/td_error", "q_mean": "losses/q_values", "grad_norm": "losses/grad_norm",
     "env_steps_per_s": "speed/env_steps_per_s", "updates_per_s": "speed/updates_per_s",
     "samples_per_s": "speed/samples_per_s", "learner_busy": "speed/learner_busy",
-    "buffer": "replay/size", "drops": "replay/ring_drops",
+    "buffer": "replay/size", "drops": "replay/ring_drops", "sample_age": "replay/sample_age",
 }
 
 

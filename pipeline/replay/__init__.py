@@ -51,8 +51,11 @@ class Replay:
             next_obs = st.frames[s[:, None], st.stack_indices(s, boot, self.frame_stack)]
             action = st.action[s, p].astype(np.int64)
             seq = st.sequence(s, p)
+            # records written to its stream since each sample's, times the streams that advance
+            # together: about the agent steps played since it was (the replay's age of samples)
+            age = float((st.written[s] - 1 - seq).mean()) * st.num_streams
         return {"obs": obs, "action": action, "return": ret, "discount": np.where(terminated, 0.0, disc).astype(np.float32),
-                "next_obs": next_obs, "weights": weights, "stream": s, "pos": p, "seq": seq}
+                "next_obs": next_obs, "weights": weights, "stream": s, "pos": p, "seq": seq, "age": age}
 
     def update_priorities(self, stream, pos, td_abs, seq=None) -> None:
         """Priorities from a trained batch's TD errors (an array or a tensor; the uniform sampler
