@@ -88,6 +88,9 @@ class ReplayConfig:
     buffer_size: int = doc("replay capacity in transitions (each 84x84 frame stored once)", 100_000)
     n_step: int = doc("n-step return length", 3)
     gamma: float = doc("discount factor", 0.99)
+    n_step_cut: bool = doc("end each n-step return before the first random (epsilon) action after the sample's "
+                           "own, bootstrapping there (Watkins' Q(lambda)): the summed rewards are the greedy "
+                           "policy's, not the exploration's", False)
     prioritized: bool = doc("prioritized replay (Schaul et al. 2016) instead of uniform", False)
     per_alpha: float = doc("prioritized replay: priority exponent", 0.6)
     per_beta: float = doc("prioritized replay: importance-sampling exponent at the start (annealed to 1)", 0.4)

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import torch
 
-from .transition import EP_END, FIRST, FLAG_GET, LAST, TERM, TRUNC
+from .transition import EP_END, EXPLORED, FIRST, FLAG_GET, LAST, TERM, TRUNC
 
 
 class Rollout:
@@ -60,6 +60,7 @@ class Rollout:
         flags[st.truncated & live] |= TRUNC
         flags[reset] |= LAST | EP_END
         flags[reset & self.got_flag] |= FLAG_GET
+        flags[explore & live] |= EXPLORED
         learned = np.sign(st.rewards) if self.clip else st.rewards * self.scale  # the log keeps raw returns
         reward = np.where(live, learned, 0.0).astype(np.float32)
         self.ep_ret += np.where(live, st.rewards, 0.0)

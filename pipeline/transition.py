@@ -15,6 +15,7 @@ LAST = 8       # this record only carries the final observation of an episode; n
 EP_END = 16    # a whole game ended here: ep_return / ep_len / x_pos / flag hold its stats
 FLAG_GET = 32  # Mario reached the flag in that game
 STATS = 64     # carries only a finished game's statistics (its own record was dropped); not stored
+EXPLORED = 128  # the record's action was a random (exploratory) one, not the policy's choice
 
 # Fields beside the frame: name and dtype.
 FIELDS = (("action", np.uint8), ("reward", np.float32), ("flags", np.uint8), ("env", np.uint16),

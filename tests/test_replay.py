@@ -6,7 +6,7 @@ import torch
 
 from pipeline.replay import Replay
 from pipeline.rollout import Rollout
-from pipeline.transition import FIRST, LAST, TERM, TRUNC
+from pipeline.transition import EXPLORED, FIRST, LAST, TERM, TRUNC
 from wrappers.batched import BatchStep
 
 K, N, GAMMA = 4, 3, 0.9
@@ -58,14 +58,14 @@ class Uniform(torch.nn.Module):
         return torch.zeros(len(x), ScriptedEnvs.n_actions)
 
 
-def make_streams(num_envs, steps, seed=0):
+def make_streams(num_envs, steps, seed=0, epsilon=1.0):
     """Records as a collector writes them, from the collectors' Rollout stepping ScriptedEnvs:
     lost lives (TERM, then FIRST), game overs (TERM or TRUNC, then a LAST record with the final
     frame, then FIRST)."""
     rollout = Rollout(ScriptedEnvs(num_envs, seed), Uniform(), K, clip_rewards=False, seed=seed)
     streams = [[] for _ in range(num_envs)]
     for _ in range(steps):
-        frames, f, _, _ = rollout.step(1.0)
+        frames, f, _, _ = rollout.step(epsilon)
         for e in range(num_envs):
             streams[e].append(dict(id=frame_id(frames[e]), action=int(f["action"][e]), reward=float(f["reward"][e]),
                                    flags=int(f["flags"][e])))
@@ -96,10 +96,12 @@ def ref_stack(recs, i):
     return ids
 
 
-def ref_nstep(recs, i):
+def ref_nstep(recs, i, cut=False):
     ret = 0.0
     for m in range(N):
         r = recs[i + m]
+        if cut and m > 0 and r["flags"] & EXPLORED:  # Watkins: the greedy policy's return ends here
+            return ret, GAMMA ** m, i + m
         ret += GAMMA ** m * r["reward"]
         if r["flags"] & (TERM | TRUNC):
             return ret, 0.0 if r["flags"] & TERM else GAMMA ** (m + 1), i + m + 1
@@ -275,3 +277,25 @@ def test_a_batch_says_how_old_its_samples_are():
     fill(replay, make_streams(num_envs, 300))  # each stream's 100 slots rewritten three times over
     ages = [replay.sample(64)["age"] for _ in range(50)]
     assert 0.4 * 400 < np.mean(ages) < 0.6 * 400
+
+
+def test_n_step_cut_ends_each_return_before_the_next_random_action():
+    num_envs = 3
+    streams = make_streams(num_envs, 400, epsilon=0.5)
+    flags = [r["flags"] for recs in streams for r in recs if not r["flags"] & LAST]
+    assert 0.3 < np.mean([bool(f & EXPLORED) for f in flags]) < 0.7  # the rollout marks its random actions
+    replay = small_replay(360, num_envs, n_step_cut=True)
+    fill(replay, streams)
+    st = replay.storage
+    batch = replay.sample(512)
+    cut = 0
+    for b in range(512):
+        s, p = batch["stream"][b], batch["pos"][b]
+        i = int(st.written[s] - ((st.pos[s] - 1 - p) % st.stream_len) - 1)
+        ret, disc, boot = ref_nstep(streams[s], i, cut=True)
+        cut += boot < ref_nstep(streams[s], i)[2]
+        assert batch["return"][b] == pytest.approx(ret, abs=1e-5)
+        assert batch["discount"][b] == pytest.approx(disc, abs=1e-6)
+        if disc > 0:
+            assert [frame_id(f) for f in batch["next_obs"][b]] == ref_stack(streams[s], boot)
+    assert cut > 100  # about 3 of 4 samples meet a random action within their next two steps

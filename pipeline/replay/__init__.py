@@ -16,20 +16,20 @@ class Replay:
     number, for tests and benchmarks that build one by hand."""
 
     def __init__(self, storage: Storage, sampler: UniformSampler, writer: StreamWriter, frame_stack: int,
-                 n_step: int, gamma: float):
+                 n_step: int, gamma: float, n_step_cut: bool = False):
         self.storage, self.sampler, self.writer = storage, sampler, writer
-        self.frame_stack, self.n_step, self.gamma = frame_stack, n_step, gamma
+        self.frame_stack, self.n_step, self.gamma, self.n_step_cut = frame_stack, n_step, gamma, n_step_cut
 
     @classmethod
     def of(cls, capacity: int, num_collectors: int, envs_per_collector: int, *, frame_stack: int = 4,
            n_step: int = 3, gamma: float = 0.99, prioritized: bool = False, alpha: float = 0.6, beta: float = 0.4,
-           seed: int = 0, frame_shape=(84, 84)) -> Replay:
+           seed: int = 0, frame_shape=(84, 84), n_step_cut: bool = False) -> Replay:
         """``capacity`` transitions over one stream per env (``num_collectors`` x
         ``envs_per_collector``); ``prioritized``: proportional PER with ``alpha`` and ``beta``."""
         storage = Storage(capacity, num_collectors * envs_per_collector, frame_shape)
         sampler = (PrioritizedSampler(storage, alpha, beta, seed) if prioritized else UniformSampler(storage, seed))
         return cls(storage, sampler, StreamWriter(storage, envs_per_collector, sampler.on_write), frame_stack, n_step,
-                   gamma)
+                   gamma, n_step_cut)
 
     @classmethod
     def from_config(cls, cfg) -> Replay:
@@ -37,7 +37,8 @@ class Replay:
         rep, col = cfg.replay, cfg.collectors
         return cls.of(rep.buffer_size, col.total_collectors, col.envs_per_collector,
                       frame_stack=cfg.env_options.frame_stack, n_step=rep.n_step, gamma=rep.gamma,
-                      prioritized=rep.prioritized, alpha=rep.per_alpha, beta=rep.per_beta, seed=cfg.seed)
+                      prioritized=rep.prioritized, alpha=rep.per_alpha, beta=rep.per_beta, seed=cfg.seed,
+                      n_step_cut=rep.n_step_cut)
 
     def __len__(self) -> int:
         return len(self.storage)
@@ -46,7 +47,7 @@ class Replay:
         st = self.storage
         with st.lock:
             s, p, weights = self.sampler.sample(batch_size, self.frame_stack, self.n_step)
-            ret, terminated, boot, disc = st.n_step(s, p, self.n_step, self.gamma)
+            ret, terminated, boot, disc = st.n_step(s, p, self.n_step, self.gamma, self.n_step_cut)
             obs = st.frames[s[:, None], st.stack_indices(s, p, self.frame_stack)]
             next_obs = st.frames[s[:, None], st.stack_indices(s, boot, self.frame_stack)]
             action = st.action[s, p].astype(np.int64)

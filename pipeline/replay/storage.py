@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from ..transition import FIRST, LAST, TERM, TRUNC
+from ..transition import EXPLORED, FIRST, LAST, TERM, TRUNC
 
 
 class Storage:
@@ -80,8 +80,11 @@ class Storage:
             stop |= (self.flags[s, idx[:, c]] & FIRST) != 0
         return idx
 
-    def n_step(self, s: np.ndarray, p: np.ndarray, n: int, gamma: float):
-        """n-step return, whether it ended in termination, the bootstrap position and gamma^k."""
+    def n_step(self, s: np.ndarray, p: np.ndarray, n: int, gamma: float, cut_explored: bool = False):
+        """n-step return, whether it ended in termination, the bootstrap position and gamma^k.
+        ``cut_explored``: end the return before the first random action after the sample's own
+        (bootstrapping from that state), as Watkins' Q(lambda) cuts its traces: the rewards summed
+        are then those of the greedy policy the bootstrap assumes, not of the exploration's."""
         L = self.stream_len
         ret = np.zeros(len(p), np.float32)
         alive = np.ones(len(p), bool)
@@ -90,6 +93,8 @@ class Storage:
         for j in range(n):
             q = (p + j) % L
             f = self.flags[s, q]
+            if cut_explored and j > 0:
+                alive &= (f & EXPLORED) == 0
             ret += np.where(alive, gamma ** j * self.reward[s, q], 0.0).astype(np.float32)
             steps += alive
             terminated |= alive & ((f & TERM) != 0)

@@ -96,7 +96,7 @@ def read_config_file(path: str | Path) -> dict:
 # default has moved since); never the game preset's or the profile's value, which may differ
 # (the Atari preset trains QR-DQN on batch-normalized targets; a run recorded before either
 # existed trained neither).
-BEFORE_IT_EXISTED = {"bn_targets": "running", "quantiles": 0, "stop_at_flag": False}
+BEFORE_IT_EXISTED = {"bn_targets": "running", "quantiles": 0, "stop_at_flag": False}  # n_step_cut: its default
 # Settings a Mario run recorded but ignored before the commit that made Mario honour them.
 MARIO_IGNORED_UNTIL = ("12057b4", {"noop_max": 0, "sticky_actions": 0.0})
 NOT_RECORDED = ("profile",)  # resolved apart: the saved profile name, else this machine's
