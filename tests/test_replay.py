@@ -108,26 +108,39 @@ def ref_nstep(recs, i, cut=False):
     return ret, GAMMA ** N, i + N
 
 
+def sampled_records(replay, streams, n=512):
+    """A batch of ``n``, and per sample its stream's records and its index among them."""
+    st = replay.storage
+    batch = replay.sample(n)
+    where = []
+    for b in range(n):
+        s, p = batch["stream"][b], batch["pos"][b]
+        where.append((b, streams[s], int(st.written[s] - ((st.pos[s] - 1 - p) % st.stream_len) - 1)))
+    return batch, where
+
+
+def check_n_step(batch, b, recs, i, cut=False):
+    """Sample ``b`` holds the reference n-step return, discount and bootstrap stack of record ``i``."""
+    ret, disc, boot = ref_nstep(recs, i, cut)
+    assert batch["return"][b] == pytest.approx(ret, abs=1e-5)
+    assert batch["discount"][b] == pytest.approx(disc, abs=1e-6)
+    if disc > 0:
+        assert [frame_id(f) for f in batch["next_obs"][b]] == ref_stack(recs, boot)
+    return boot
+
+
 @pytest.mark.parametrize("steps", [50, 400])  # 400 steps wrap each 120-slot stream
 def test_samples_match_reference(steps):
     num_envs = 3
     streams = make_streams(num_envs, steps)
     replay = small_replay(360, num_envs)
     fill(replay, streams)
-    st = replay.storage
-    batch = replay.sample(512)
+    batch, where = sampled_records(replay, streams)
     checked_boundary = 0
-    for b in range(512):
-        s, p = batch["stream"][b], batch["pos"][b]
-        i = int(st.written[s] - ((st.pos[s] - 1 - p) % st.stream_len) - 1)  # index in the full stream
-        recs = streams[s]
+    for b, recs, i in where:
         assert not recs[i]["flags"] & LAST
         assert [frame_id(f) for f in batch["obs"][b]] == ref_stack(recs, i)
-        ret, disc, boot = ref_nstep(recs, i)
-        assert batch["return"][b] == pytest.approx(ret, abs=1e-5)
-        assert batch["discount"][b] == pytest.approx(disc, abs=1e-6)
-        if disc > 0:
-            assert [frame_id(f) for f in batch["next_obs"][b]] == ref_stack(recs, boot)
+        check_n_step(batch, b, recs, i)
         assert batch["action"][b] == recs[i]["action"]
         checked_boundary += len(set(ref_stack(recs, i))) < K
     assert checked_boundary > 20  # the sample really covered stacks padded at episode starts
@@ -286,16 +299,8 @@ def test_n_step_cut_ends_each_return_before_the_next_random_action():
     assert 0.3 < np.mean([bool(f & EXPLORED) for f in flags]) < 0.7  # the rollout marks its random actions
     replay = small_replay(360, num_envs, n_step_cut=True)
     fill(replay, streams)
-    st = replay.storage
-    batch = replay.sample(512)
+    batch, where = sampled_records(replay, streams)
     cut = 0
-    for b in range(512):
-        s, p = batch["stream"][b], batch["pos"][b]
-        i = int(st.written[s] - ((st.pos[s] - 1 - p) % st.stream_len) - 1)
-        ret, disc, boot = ref_nstep(streams[s], i, cut=True)
-        cut += boot < ref_nstep(streams[s], i)[2]
-        assert batch["return"][b] == pytest.approx(ret, abs=1e-5)
-        assert batch["discount"][b] == pytest.approx(disc, abs=1e-6)
-        if disc > 0:
-            assert [frame_id(f) for f in batch["next_obs"][b]] == ref_stack(streams[s], boot)
+    for b, recs, i in where:
+        cut += check_n_step(batch, b, recs, i, cut=True) < ref_nstep(recs, i)[2]
     assert cut > 100  # about 3 of 4 samples meet a random action within their next two steps
