@@ -135,35 +135,45 @@ def claim_suite_dir(suite_dir: Path, options: dict) -> None:
     write_json(path, options)
 
 
-def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | None, runs_dir: str) -> Path:
-    """Train every game of the suite that has not finished, one after another; returns the folder."""
+def train_game(env: str, run_dir: Path, train_args: list[str], steps: int, minutes: float | None, tag: str,
+               what: str) -> dict:
+    """Bring one game's run to ``steps`` agent steps (or ``minutes``): start it, resume it, or,
+    done already, only read it; returns its counters. ``tag`` opens the printed lines ("[SUITE]
+    ALE/Pong-v5"), ``what`` names the run in errors. Ctrl-C or SIGTERM end the run cleanly and
+    raise SuiteInterrupted; a run that fails or stops short raises RuntimeError."""
     from pipeline.records.files import LOG_NAME
 
+    state, counters = game_state(run_dir, steps, minutes)
+    if state == "done":
+        return counters
+    cmd = game_command(env, run_dir, state, train_args, steps, minutes)
+    how = f"resumed at {counters.get('env_steps', 0):,} agent steps" if state == "resume" else "started"
+    print(f"{tag}: {how}: {' '.join(cmd[1:])}", flush=True)
+    code, stopped = train_subprocess(cmd)
+    if stopped:
+        raise SuiteInterrupted(f"{tag.split()[0]} stopped by {stopped} during {what} (its run saved a checkpoint); "
+                               "run the same command again to continue where it stopped")
+    if code != 0:
+        raise RuntimeError(f"{what} exited with code {code}; its log is {run_dir / LOG_NAME}. Run the same command "
+                           "again to continue where it stopped")
+    state, counters = game_state(run_dir, steps, minutes)
+    if state != "done":
+        raise RuntimeError(f"{what} stopped at {counters.get('env_steps', 0):,} agent steps, before {steps:,}; its log "
+                           f"({run_dir / LOG_NAME}) says why")
+    return counters
+
+
+def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | None, runs_dir: str) -> Path:
+    """Train every game of the suite that has not finished, one after another; returns the folder."""
     check_suite_args(suite, train_args, steps, minutes)
     suite_dir = Path(runs_dir).resolve() / suite_dir_name(suite, train_args)
     claim_suite_dir(suite_dir, {"suite": suite, "steps": steps, "minutes": minutes, "train_args": train_args})
     for env in SUITES[suite]:
         run_dir = suite_dir / game_name(env)
-        state, counters = game_state(run_dir, steps, minutes)
-        if state != "done":
-            cmd = game_command(env, run_dir, state, train_args, steps, minutes)
-            print(f"[SUITE] {env}: {'resumed at ' + format(counters.get('env_steps', 0), ',') + ' agent steps' if state == 'resume' else 'started'}: "
-                  f"{' '.join(cmd[1:])}", flush=True)
-            code, stopped = train_subprocess(cmd)
-            if code != 0:
-                raise RuntimeError(f"{env} exited with code {code}; its log is {run_dir / LOG_NAME}. Run the same "
-                                   "command again to resume the suite where it stopped")
-            if stopped:
-                raise SuiteInterrupted(f"[SUITE] stopped by {stopped} during {env} (its run saved a checkpoint); run "
-                                       "the same command again to resume the suite where it stopped")
-            state, counters = game_state(run_dir, steps, minutes)
-            if state != "done":
-                raise RuntimeError(f"{env} stopped at {counters.get('env_steps', 0):,} agent steps, before --steps "
-                                   f"{steps:,}; its log ({run_dir / LOG_NAME}) says why")
-        if state == "done":
-            mark_done(run_dir, env, counters)
-            print(f"[SUITE] {env}: done ({counters.get('env_steps', 0):,} agent steps, "
-                  f"{counters.get('wall_s', 0) / 60:.1f} min)", flush=True)
+        counters = train_game(env, run_dir, train_args, steps, minutes, f"[SUITE] {env}", env)
+        mark_done(run_dir, env, counters)
+        print(f"[SUITE] {env}: done ({counters.get('env_steps', 0):,} agent steps, "
+              f"{counters.get('wall_s', 0) / 60:.1f} min)", flush=True)
     return suite_dir
 
 

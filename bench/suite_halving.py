@@ -22,9 +22,9 @@ from pathlib import Path
 from config_optimized import ConfigError
 
 from .halving import survivors
-from .suite import (OWN_FLAGS, SUITES, SuiteInterrupted, claim_suite_dir, game_command, game_counters, game_name,
-                    game_state, human_normalized, load_anchors)
-from .time_to_score import train_subprocess, training_config
+from .suite import (OWN_FLAGS, SUITES, claim_suite_dir, game_counters, game_name, human_normalized, load_anchors,
+                    train_game)
+from .time_to_score import training_config
 
 HALVING_FILE = "halving.json"
 
@@ -90,7 +90,6 @@ def run_score(run_dir: Path, steps: int, anchors: dict) -> dict:
 def suite_halving(suite: str, recipes: dict[str, list[str]], games: str | None, common: list[str], steps: int,
                   eta: int, rungs: int, runs_dir: str) -> dict:
     """Run (or continue) the search; returns every rung's standings and the winner."""
-    from pipeline.records.files import LOG_NAME
     from pipeline.records.record import write_json
 
     envs = pick_games(suite, games)
@@ -107,19 +106,9 @@ def suite_halving(suite: str, recipes: dict[str, list[str]], games: str | None, 
             scores = []
             for env in envs:
                 run_dir = root / name / game_name(env)
-                state, counters = game_state(run_dir, at, None)
-                if state != "done":
-                    cmd = game_command(env, run_dir, state, [*common, *recipes[name]], at, None)
-                    print(f"[HALVING] rung {r + 1}/{rungs} ({at:,} agent steps): {name} on {game_name(env)}: "
-                          f"{' '.join(cmd[1:])}", flush=True)
-                    code, stopped = train_subprocess(cmd)
-                    if stopped:
-                        raise SuiteInterrupted(f"[HALVING] stopped by {stopped} during {name} on {env} (its run saved "
-                                               "a checkpoint); run the same command again to continue the search")
-                    if code != 0:
-                        raise RuntimeError(f"{name} on {env} exited with code {code}; its log is {run_dir / LOG_NAME}")
-                    if game_state(run_dir, at, None)[0] != "done":
-                        raise RuntimeError(f"{name} on {env} stopped before {at:,} agent steps; see {run_dir / LOG_NAME}")
+                train_game(env, run_dir, [*common, *recipes[name]], at, None,
+                           f"[HALVING] rung {r + 1}/{rungs} ({at:,} agent steps): {name} on {game_name(env)}",
+                           f"{name} on {env}")
                 scores.append(run_score(run_dir, at, anchors))
             hns = [s["hns"] for s in scores if s["hns"] is not None]
             standings.append({"recipe": name, "args": recipes[name], "games": scores,

@@ -5,8 +5,6 @@ learner's precision), and kept for every later run and ``python config_optimized
 (``settings/hardware.py`` reads it back)."""
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import time
 
@@ -14,6 +12,7 @@ import torch
 
 from models import build_model
 
+from .records.record import write_json
 from .settings.hardware import cached_bf16_speedup, cpu_info, known_bf16_speedups, speedup_key
 
 
@@ -51,11 +50,9 @@ def bf16_speedup(cpu_model: str) -> float:
         return known
     speedup = measure_bf16_speedup()
     path, kept = known_bf16_speedups()
-    tmp = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({**kept, speedup_key(cpu_model): round(speedup, 3)}, indent=2))
-        os.replace(tmp, path)  # whole or not at all: runs started at once may race here
+        write_json(path, {**kept, speedup_key(cpu_model): round(speedup, 3)})  # whole or not at all
     except OSError:
         pass
     return speedup

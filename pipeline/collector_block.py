@@ -19,6 +19,7 @@ import numpy as np
 # learner's word (ALLOWED) sits apart from the collector's counters.
 ALLOWED = 16
 DROPS, RING_WAIT_NS, THROTTLE_NS, PLAYED, DROPPED_STEPS, ENV_NS, ACT_NS = 24, 25, 26, 27, 28, 29, 30
+BLOCK_WORDS = ACT_NS + 1  # a block kept apart from any ring (a Ray collector's) needs no more
 
 
 class _Word:
@@ -51,7 +52,7 @@ class CollectorBlock:
     def local(cls) -> CollectorBlock:
         """A block in this process's memory, for a collector without a ring (a Ray collector's,
         on its actor and on the learner's side)."""
-        return cls(np.zeros(ACT_NS + 1, np.int64))
+        return cls(np.zeros(BLOCK_WORDS, np.int64))
 
     # ------------------------------------------------------------------ learner side
     def allow(self, steps: int) -> None:

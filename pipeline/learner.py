@@ -1,6 +1,6 @@
 """The DQN learner: n-step targets (Double DQN), the Huber loss of Q or QR-DQN's quantile Huber
-loss, mixed precision, gradient accumulation and target-network syncs. One code path for CPU and CUDA: only the autocast dtype,
-the GradScaler's ``enabled`` flag and the memory format differ."""
+loss, mixed precision, gradient accumulation and target-network syncs. One code path for CPU and
+CUDA: only the autocast dtype, the GradScaler's ``enabled`` flag and the memory format differ."""
 from __future__ import annotations
 
 import copy

@@ -7,7 +7,6 @@ import threading
 import time
 
 
-
 class Prefetcher(threading.Thread):
     def __init__(self, replay, learner, batch_size: int, depth: int):
         super().__init__(name="prefetch", daemon=True)

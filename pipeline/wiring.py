@@ -84,10 +84,7 @@ class Pipeline:
             block.allow(share)
 
     def publish(self) -> None:
-        """The learner's weights to every collector: shared memory, and the object store for Ray's."""
-        self.learner.require_finite()
-        self.control.publish(self.learner.model)
-        self.remote.publish(self.learner.model)
+        publish(self.learner, self.control, self.remote)
 
     def take_games(self) -> bool:
         """Book the games finished since the last call; True when the score reached --target-score."""
@@ -130,6 +127,14 @@ class Pipeline:
         self.collectors.close()
         self.remote.close()
         self.books.close()
+
+
+def publish(learner: Learner, control: ControlBlock, remote) -> None:
+    """The learner's weights to every collector: shared memory, and the object store for Ray's;
+    weights that are not finite go nowhere (``Learner.require_finite``)."""
+    learner.require_finite()
+    control.publish(learner.model)
+    remote.publish(learner.model)
 
 
 def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: float) -> Pipeline:
@@ -177,9 +182,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
             remote = RayCollectors(cfg, n_weights, lambda: control.global_steps, log, start.launches)
             undo.callback(remote.close)
             undo.callback(remote.stop)
-        learner.require_finite()  # collectors act only with the learner's weights
-        control.publish(learner.model)
-        remote.publish(learner.model)
+        publish(learner, control, remote)  # collectors act only with the learner's weights
         rings = []
         for i in range(col.num_collectors):  # one by one: each made is released if a later one fails
             rings.append(Ring.create(f"ring{i}", col.ring_capacity))

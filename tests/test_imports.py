@@ -45,7 +45,6 @@ LAYERS = {
     "pipeline.prefetch": 2,
     "pipeline.ratio": 2,
     "pipeline.learner": 2,
-    "pipeline.bf16_probe": 2,
     "pipeline.distributed.no_ray": 2,  # the data path's stand-in for Ray's intake: imports nothing
     "pipeline.distributed.errors": 2,  # the Ray error the data path catches, apart from the code that talks to Ray
     # 3: run records, evaluation, configuration
@@ -54,6 +53,7 @@ LAYERS = {
     "pipeline.settings": 3,
     # 4: Ray collectors and the learner process: its parts wired, its loop, a run
     "pipeline.distributed": 4,
+    "pipeline.bf16_probe": 4,  # the training run's start-up measures bf16 before its profile is resolved
     "pipeline.wiring": 4,
     "pipeline.trainer": 4,
     "pipeline.run": 4,

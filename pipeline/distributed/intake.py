@@ -25,13 +25,14 @@ import collections
 import threading
 import time
 
+import numpy as np
 import torch
 
 from config_optimized import Config
 from models.weights import write_flat
 
 from ..collector import CollectorSpec
-from ..collector_block import CollectorBlock
+from ..collector_block import BLOCK_WORDS, CollectorBlock
 from . import cluster
 from .remote_collector import Batch, RemoteCollector, Request
 
@@ -47,7 +48,7 @@ class RemoteBlock(CollectorBlock):
     held its next request back)."""
 
     def __init__(self):
-        super().__init__(CollectorBlock.local().words)
+        super().__init__(np.zeros(BLOCK_WORDS, np.int64))
         self.bytes = 0          # batch bytes received (frames and fields)
         self.records = 0
 

@@ -14,8 +14,8 @@ import numpy as np
 from models import build_model
 
 from ..records import checkpoint as ckpt
-from ..transition import EP_END, FLAG_GET, LAST, TERM, TRUNC
 from ..settings.layers import trained_config
+from ..transition import EP_END, FLAG_GET, LAST, TERM, TRUNC
 
 
 @dataclasses.dataclass
@@ -145,7 +145,8 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
     """``episodes`` whole games, played through a collector's ``Rollout`` (the same env batch,
     acting and records as training) with a fixed ``epsilon``; each env plays its quota
     (``env_quotas``), and a game longer than ``max_steps`` agent steps is scored where it stands
-    and its env plays no more (its quota passes to the others). ``on_step(fields)``: after every step, with its records."""
+    and its env plays no more (its quota passes to the others). ``on_step(fields)``: after every
+    step, with its records."""
     quota = env_quotas(episodes, rollout.num_envs)
     played: list[list[Game]] = [[] for _ in quota]
     digests = [hashlib.sha1() for _ in quota]
@@ -213,15 +214,16 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint), weights_sha256=digest)
     try:
         rollout = Rollout(env, model, meta["frame_stack"], False, seed)
-        filming = [recorder is not None]
+        filming = recorder is not None
 
         def film(fields):  # env 0's screen before each of its first game's actions
-            filming[0] = filming[0] and not fields["flags"][0] & (TERM | TRUNC | LAST)  # its game is over
-            if filming[0]:
+            nonlocal filming
+            filming = filming and not fields["flags"][0] & (TERM | TRUNC | LAST)  # its game is over
+            if filming:
                 recorder.add(env.render_first())
-        if recorder is not None:
+        if filming:
             recorder.add(env.render_first())
-        games = play_games(rollout, episodes, epsilon, max_steps, film if recorder else None)
+        games = play_games(rollout, episodes, epsilon, max_steps, film if filming else None)
         # Mario, or any game that reports how far it got and a flag
         mario = is_mario(cfg.env) or any(not np.isnan(g.distance) for g in games)
         for n, game in enumerate(games):

@@ -152,11 +152,11 @@ class PeriodicEval:
                "phase": self.phase, "seed": self.games_seed, **res}
         with open(self.run_dir / EVALS_NAME, "a") as f:
             f.write(json.dumps(row) + "\n")
-        flags = f", flag in {sum(res['flags'])}/{len(scores)}" if res.get("flags") else ""
-        if res.get("flags"):
-            self.last_flags = (sum(res["flags"]), len(scores))
+        flags = res.get("flags") or []  # Mario's (and any game that reports a flag)
+        if flags:
+            self.last_flags = (sum(flags), len(scores))
         said = (f"mean {self.metric} {score:.2f} over {len(scores)} {'fresh ' if self.phase == 'confirm' else ''}"
-                f"games (epsilon {self.epsilon:g}){flags}")
+                f"games (epsilon {self.epsilon:g})" + (f", flag in {sum(flags)}/{len(scores)}" if flags else ""))
         if self.phase == "screen" and score > self.best:
             self.screened = {"score": score, "seed": self.games_seed}
             try:
@@ -174,10 +174,10 @@ class PeriodicEval:
             best = {"metric": self.metric, "score": score, "env_steps": self.steps, "games": len(scores),
                     "epsilon": self.epsilon, "seed": self.games_seed, "screen_score": self.screened["score"],
                     "screen_seed": self.screened["seed"]}
-            if res.get("flags"):
-                best["flags"] = sum(res["flags"])
+            if flags:
+                best["flags"] = sum(flags)
             keep_as_best(candidate, self.run_dir / BEST_EVAL_NAME, best)
-            self.finished = bool(res.get("flags")) and all(res["flags"])
+            self.finished = bool(flags) and all(flags)
             self.log(f"[EVAL] At {self.steps:,} agent steps, confirmed: {said}; best so far, weights in "
                      f"{self.run_dir / BEST_EVAL_NAME}")
             return

@@ -13,9 +13,9 @@ from config_optimized import profile_reason
 from wrappers.registry import is_mario
 
 from ..collector import epsilon_schedule
+from ..games import Episode
 from . import checkpoint as ckpt
 from .counters import RunCounters
-from ..games import Episode
 from .episodes import SCORE_WINDOW, ScoreTracker, episode_row
 from .epoch_stats import EpochEnd, EpochWindow, PathMark, epoch_report, eta
 from .files import BEST_NAME, CHECKPOINT_NAME, EPISODES_NAME
@@ -51,7 +51,7 @@ class RunBooks:
             raise
 
     def wall_s(self, t: float) -> float:
-        """The run's wall clock at monotonic time ``t``: a resumed run's earlier sessions included."""
+        """The run's wall clock at monotonic time ``t``: a resumed run's earlier parts included."""
         return self.start.wall_s + t - self.t_start
 
     def epsilon(self, env_steps: int) -> float:
