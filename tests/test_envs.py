@@ -1,10 +1,16 @@
 """Real Atari and Mario environments: shapes, each wrapper's behaviour, seeding."""
+import subprocess
+import sys
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
 from wrappers import BatchedEnv, EnvOptions, UnknownEnvError, check_env_id, make_env
 from wrappers.atari import EpisodicLife, FireReset
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class ActionLog(gym.Wrapper):
@@ -38,6 +44,18 @@ def test_frame_stack_depth_is_configurable():
 def test_unknown_env_id_names_close_matches():
     with pytest.raises(UnknownEnvError, match="Did you mean ALE/Pong-v5"):
         check_env_id("ALE/Pnog-v5")
+    with pytest.raises(UnknownEnvError, match="Did you mean SuperMarioBros-1-1-v0"):
+        check_env_id("SuperMarioBro-1-1-v0")
+
+
+def test_an_atari_run_never_imports_the_nes_emulator():
+    """Checking and building an ALE env leaves the NES package unimported (a machine without it,
+    such as a GPU image with its own Python, trains Atari games); a Mario id imports it."""
+    code = ("import sys; from wrappers import check_env_id, make_env, EnvOptions; "
+            "make_env('ALE/Pong-v5', EnvOptions()).close(); print('gym_super_mario_bros' in sys.modules); "
+            "check_env_id('SuperMarioBros-1-1-v0'); print('gym_super_mario_bros' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True"], out.stderr
 
 
 def test_fire_reset_presses_fire():

@@ -13,13 +13,20 @@ class UnknownEnvError(ValueError):
     pass
 
 
-@lru_cache(maxsize=1)
-def _registered_ids() -> tuple[str, ...]:
+@lru_cache(maxsize=2)
+def _registered_ids(mario: bool) -> tuple[str, ...]:
+    """The registered ids, the SuperMarioBros ones only where ``mario``: importing the NES
+    package is what registers them, and an Atari run has no use for it."""
     import ale_py
-    import gym_super_mario_bros  # noqa: F401  (importing registers the SuperMarioBros ids)
 
     gym.register_envs(ale_py)
+    if mario:
+        import gym_super_mario_bros  # noqa: F401  (importing registers the SuperMarioBros ids)
     return tuple(gym.registry.keys())
+
+
+def _supported(ids: tuple[str, ...]) -> list[str]:
+    return [i for i in ids if i.startswith("ALE/") or i.startswith("SuperMarioBros-")]
 
 
 def is_module_env_id(env_id: str) -> bool:
@@ -49,10 +56,9 @@ def check_env_id(env_id: str) -> str:
     ``module:EnvId`` pixel id."""
     if is_module_env_id(env_id):
         return _check_pixel_env(env_id)
-    ids = _registered_ids()
-    supported = [i for i in ids if i.startswith("ALE/") or i.startswith("SuperMarioBros-")]
-    if env_id in supported:
+    if env_id in _supported(_registered_ids(is_mario(env_id))):
         return env_id
+    supported = _supported(_registered_ids(mario=True))  # a misspelled id is matched against every family
     close = difflib.get_close_matches(env_id, supported, n=3, cutoff=0.6)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     raise UnknownEnvError(
