@@ -157,7 +157,7 @@ def main(argv=None) -> int:
         return 0
     if args.autotune:
         data = autotune(args.seconds or (4 if args.quick else 15), args.quick, args.env or "ALE/Pong-v5")
-        print(f"\nBest: {data['overrides']} at {data['env_steps_per_s']:,.0f} env steps/s; written to {data['path']} "
+        print(f"\nBest: {data['overrides']} at {data['agent_steps_per_s']:,.0f} agent steps/s; written to {data['path']} "
               f"(the auto profile uses it for {data['family']} games; python config_optimized.py --env "
               f"{data['tuned_on']} shows it)")
         return 0

@@ -63,7 +63,7 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
                     f.write(json.dumps(row) + "\n")
                     tracker.add_row(row)
         env.close()
-        out_q.put({"env_steps": steps, "updates": learner.updates, "samples_trained": trained,
+        out_q.put({"agent_steps": steps, "updates": learner.updates, "samples_trained": trained,
                    "wall_s": time.monotonic() - t0})
     except BaseException as e:
         import traceback

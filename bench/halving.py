@@ -104,7 +104,7 @@ def halving(recipes: dict[str, list[str]], common: list[str], target: float, fir
             standings.append({"recipe": name, "args": recipes[name], "run_dir": dirs[name],
                               "minutes_to_target": summary["milestones"][0].get("minutes"),
                               "score_now": summary["last_mean"], "best_mean": summary["best_mean"],
-                              "env_steps": last.get("env_steps", 0), "updates": last.get("updates", 0)})
+                              "agent_steps": last.get("agent_steps", 0), "updates": last.get("updates", 0)})
             kept_standing[name] = standings[-1]
         standings.sort(key=rank_key)
         keep = survivors(len(standings), eta)
@@ -135,7 +135,7 @@ def finished_steps(run_dir: str) -> int | None:
         counters = ckpt.load(os.path.join(run_dir, CHECKPOINT_NAME)).get("counters", {})
     except (OSError, KeyError, ValueError, ckpt.CheckpointError):
         return None  # no record or checkpoint to read: the resume says what is wrong
-    return total if counters.get("env_steps", 0) >= total else None
+    return total if counters.get("agent_steps", 0) >= total else None
 
 
 def print_rung(rung: dict, target: float) -> None:
@@ -147,4 +147,4 @@ def print_rung(rung: dict, target: float) -> None:
         mtt = f"{s['minutes_to_target']:.1f}" if s["minutes_to_target"] is not None else "-"
         now = f"{s['score_now']:.2f}" if s["score_now"] is not None else "n/a"
         best = f"{s['best_mean']:.2f}" if s["best_mean"] is not None else "n/a"
-        print(f"| {s['recipe']} | {mtt} | {now} | {best} | {s['env_steps']:,} | {s['updates']:,} |", flush=True)
+        print(f"| {s['recipe']} | {mtt} | {now} | {best} | {s['agent_steps']:,} | {s['updates']:,} |", flush=True)

@@ -68,7 +68,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
         samples = []
 
         def sample():
-            return (time.perf_counter(), trainer.env_steps(), trainer.learner.updates, trainer.update_s_total,
+            return (time.perf_counter(), trainer.agent_steps(), trainer.learner.updates, trainer.update_s_total,
                     trainer.parts.collector_time_ns(), trainer.parts.consolidator.drops())
 
         def measure():
@@ -77,7 +77,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             # after one window of warm-up, in time windows of window_s.
             head_start = trainer.parts.ratio.start + trainer.parts.ratio.slack
             give_up = time.perf_counter() + 600  # a row that never reaches its window fails, not hangs
-            while trainer.stop_reason is None and (trainer.env_steps() <= head_start
+            while trainer.stop_reason is None and (trainer.agent_steps() <= head_start
                                                    or not trainer.learner.compile_done):
                 if time.perf_counter() > give_up:
                     return  # no samples: the row reports that it ended before a measuring window
@@ -95,7 +95,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     win = [speed(b[0] - a[0], b[1] - a[1], b[2] - a[2], b[3] - a[3], {k: b[4][k] - a[4][k] for k in a[4]})
            for a, b in zip(samples, samples[1:])]
     med = lambda get: statistics.median(get(w) for w in win)  # noqa: E731
-    return {"env_steps_per_s": med(lambda w: w["env_steps_per_s"]), "updates_per_s": med(lambda w: w["updates_per_s"]),
+    return {"agent_steps_per_s": med(lambda w: w["agent_steps_per_s"]), "updates_per_s": med(lambda w: w["updates_per_s"]),
             "samples_per_s": med(lambda w: w["updates_per_s"]) * cfg.learner.effective_batch,
             "learner_busy": med(lambda w: w["learner_busy"]),
             "collector_wait": med(lambda w: w["collector_share"]["ring_wait"]),
@@ -151,25 +151,25 @@ def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> l
             row["row_s"] = time.perf_counter() - t0  # the whole row: start-up, warm-up, measuring, stop
             print(f" {row['row_s']:.0f} s", flush=True)
         rows.append(row)
-    base = rows[0].get("env_steps_per_s")
+    base = rows[0].get("agent_steps_per_s")
     for row in rows:
-        if base and row.get("env_steps_per_s"):
-            row["speedup_vs_baseline"] = row["env_steps_per_s"] / base
+        if base and row.get("agent_steps_per_s"):
+            row["speedup_vs_baseline"] = row["agent_steps_per_s"] / base
     return rows
 
 
 def print_ladder(rows: list[dict]) -> None:
     f = lambda v, spec: "n/a" if v is None else format(v, spec)  # noqa: E731
-    print("\n| row | env steps/s | vs baseline | updates/s | samples/s | learner busy | collector wait "
+    print("\n| row | agent steps/s | vs baseline | updates/s | samples/s | learner busy | collector wait "
           "| drops | peak RSS MB | B/transition |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        if "env_steps_per_s" not in r:
+        if "agent_steps_per_s" not in r:
             why = r.get("skipped") or r.get("error", "failed")
             print(f"| {r['name']} | {why} | | | | | | | | |")
             continue
         wait = r.get("collector_wait")
-        print(f"| {r['name']} | {r['env_steps_per_s']:,.0f} | {f(r.get('speedup_vs_baseline'), '.2f')}x "
+        print(f"| {r['name']} | {r['agent_steps_per_s']:,.0f} | {f(r.get('speedup_vs_baseline'), '.2f')}x "
               f"| {r['updates_per_s']:,.1f} | {r['samples_per_s']:,.0f} | {100 * r['learner_busy']:.0f}% "
               f"| {'n/a (plays, then trains)' if wait is None else format(100 * wait, '.1f') + '%'} "
               f"| {r['drops']} | {r['peak_rss_mb']:,.0f} | {r['bytes_per_transition']:,.0f} |")
@@ -182,13 +182,13 @@ def plot_ladder(rows: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     names = [r["name"] for r in rows]
-    vals = [r.get("env_steps_per_s") or 0 for r in rows]
+    vals = [r.get("agent_steps_per_s") or 0 for r in rows]
     fig, ax = plt.subplots(figsize=(10, 0.5 * len(rows) + 1.5))
     bars = ax.barh(names[::-1], vals[::-1], color="tab:blue")
     for bar, r in zip(bars, rows[::-1]):
         label = f"{r['speedup_vs_baseline']:.1f}x" if r.get("speedup_vs_baseline") else r.get("skipped", "n/a")[:40]
         ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {label}", va="center", fontsize=8)
-    ax.set_xlabel("env steps/s after learning starts (replay ratio 8, Pong)")
+    ax.set_xlabel("agent steps/s after learning starts (replay ratio 8, Pong)")
     ax.set_title("Optimization ladder")
     fig.tight_layout()
     fig.savefig(path, dpi=100)

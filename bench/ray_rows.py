@@ -101,7 +101,7 @@ def _row(overrides: dict, seconds: float, window_s: float, actor_rate: float | N
         samples, threads = [], []
 
         def measure():
-            while trainer.stop_reason is None and trainer.env_steps() < 500:  # envs built, first batches in
+            while trainer.stop_reason is None and trainer.agent_steps() < 500:  # envs built, first batches in
                 time.sleep(0.05)
             time.sleep(window_s)
             t_end = time.perf_counter() + seconds

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from config_optimized import ConfigError
+from pipeline.file_keys import current_keys
 
 from .time_to_score import train_subprocess, training_config
 
@@ -94,7 +95,7 @@ def game_counters(run_dir: Path) -> tuple[dict, bool]:
     if (run_dir / CHECKPOINT_NAME).is_file():
         return ckpt.load(run_dir / CHECKPOINT_NAME).get("counters", {}), True
     if (run_dir / GAME_FILE).is_file():  # a finished game kept without its checkpoint
-        return json.loads((run_dir / GAME_FILE).read_text())["counters"], False
+        return current_keys(json.loads((run_dir / GAME_FILE).read_text())["counters"]), False
     return {}, False
 
 
@@ -102,7 +103,7 @@ def game_state(run_dir: Path, steps: int, minutes: float | None) -> tuple[str, d
     """("new" | "resume" | "done", its counters) of one game's run folder. A folder with run
     files but no checkpoint (killed before its first one) starts over."""
     counters, resumable = game_counters(run_dir)
-    if counters.get("env_steps", 0) >= steps or (minutes and counters.get("wall_s", 0.0) >= minutes * 60):
+    if counters.get("agent_steps", 0) >= steps or (minutes and counters.get("wall_s", 0.0) >= minutes * 60):
         return "done", counters
     return ("resume", counters) if resumable else ("new", {})
 
@@ -147,7 +148,7 @@ def train_game(env: str, run_dir: Path, train_args: list[str], steps: int, minut
     if state == "done":
         return counters
     cmd = game_command(env, run_dir, state, train_args, steps, minutes)
-    how = f"resumed at {counters.get('env_steps', 0):,} agent steps" if state == "resume" else "started"
+    how = f"resumed at {counters.get('agent_steps', 0):,} agent steps" if state == "resume" else "started"
     print(f"{tag}: {how}: {' '.join(cmd[1:])}", flush=True)
     code, stopped = train_subprocess(cmd)
     if stopped:
@@ -158,7 +159,7 @@ def train_game(env: str, run_dir: Path, train_args: list[str], steps: int, minut
                            "again to continue where it stopped")
     state, counters = game_state(run_dir, steps, minutes)
     if state != "done":
-        raise RuntimeError(f"{what} stopped at {counters.get('env_steps', 0):,} agent steps, before {steps:,}; its log "
+        raise RuntimeError(f"{what} stopped at {counters.get('agent_steps', 0):,} agent steps, before {steps:,}; its log "
                            f"({run_dir / LOG_NAME}) says why")
     return counters
 
@@ -172,7 +173,7 @@ def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | No
         run_dir = suite_dir / game_name(env)
         counters = train_game(env, run_dir, train_args, steps, minutes, f"[SUITE] {env}", env)
         mark_done(run_dir, env, counters)
-        print(f"[SUITE] {env}: done ({counters.get('env_steps', 0):,} agent steps, "
+        print(f"[SUITE] {env}: done ({counters.get('agent_steps', 0):,} agent steps, "
               f"{counters.get('wall_s', 0) / 60:.1f} min)", flush=True)
     return suite_dir
 
@@ -183,7 +184,7 @@ def mark_done(run_dir: Path, env: str, counters: dict) -> None:
 
     path = run_dir / GAME_FILE
     if not path.is_file():
-        keep = {k: counters[k] for k in ("env_steps", "wall_s", "episodes", "samples_trained") if k in counters}
+        keep = {k: counters[k] for k in ("agent_steps", "wall_s", "episodes", "samples_trained") if k in counters}
         write_json(path, {"env": env, "counters": keep})
 
 
@@ -200,20 +201,20 @@ def window_scores(rows: list[dict], steps_done: int, window: int = WINDOW) -> li
     out = []
     for i in range(n):
         lo, hi = i * window, (i + 1) * window
-        games = [r["return"] for r in rows if lo < r["env_steps"] <= hi]
+        games = [r["return"] for r in rows if lo < r["agent_steps"] <= hi]
         out.append({"window": i + 1, "from": lo, "to": hi, "games": len(games),
                     "mean": sum(games) / len(games) if games else None, "complete": steps_done >= hi})
     return out
 
 
-def minutes_at(points: list[tuple[int, float]], env_steps: int) -> float | None:
-    """Wall-clock minutes when the run passed ``env_steps``, interpolated between the (agent steps,
+def minutes_at(points: list[tuple[int, float]], agent_steps: int) -> float | None:
+    """Wall-clock minutes when the run passed ``agent_steps``, interpolated between the (agent steps,
     seconds) points it recorded (each game's end and its last checkpoint); None if it never did."""
     pts = sorted(points)
     for (s0, w0), (s1, w1) in zip(pts, pts[1:]):
-        if s0 <= env_steps <= s1:
-            return (w0 + (w1 - w0) * (env_steps - s0) / max(1, s1 - s0)) / 60
-    if pts and pts[-1][0] == env_steps:
+        if s0 <= agent_steps <= s1:
+            return (w0 + (w1 - w0) * (agent_steps - s0) / max(1, s1 - s0)) / 60
+    if pts and pts[-1][0] == agent_steps:
         return pts[-1][1] / 60
     return None
 
@@ -248,10 +249,10 @@ def suite_report(suite_dir: str | Path) -> dict:
         run_dir = suite_dir / name
         rows = read_episodes(run_dir) if (run_dir / EPISODES_NAME).is_file() else []  # no game ended yet
         counters, _ = game_counters(run_dir)
-        done = max(counters.get("env_steps", 0), rows[-1]["env_steps"] if rows else 0)
-        points = [(r["env_steps"], r["wall_s"]) for r in rows]
+        done = max(counters.get("agent_steps", 0), rows[-1]["agent_steps"] if rows else 0)
+        points = [(r["agent_steps"], r["wall_s"]) for r in rows]
         if counters:
-            points.append((counters["env_steps"], counters["wall_s"]))
+            points.append((counters["agent_steps"], counters["wall_s"]))
         wins = window_scores(rows, min(done, options["steps"]))  # a run overshoots its --steps by a few
         for w in wins:
             w["complete"] = done >= w["to"]

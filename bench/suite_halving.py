@@ -75,7 +75,7 @@ def run_score(run_dir: Path, steps: int, anchors: dict) -> dict:
     from pipeline.records.files import RECORD_NAME
 
     name = run_dir.name
-    rows = [r for r in read_episodes(run_dir) if steps / 2 < r["env_steps"] <= steps]
+    rows = [r for r in read_episodes(run_dir) if steps / 2 < r["agent_steps"] <= steps]
     mean = statistics.fmean(r["return"] for r in rows) if rows else None
     a = anchors["games"].get(name, {})
     # a game without published random and human scores (the test suite's catch games) counts its return

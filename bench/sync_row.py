@@ -106,7 +106,7 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
         bpt = replay.storage.bytes_per_transition()
     env.close()
     rates, ups, busy = rates[1:] or rates, ups[1:] or ups, busy[1:] or busy  # first window is warm-up
-    return {"env_steps_per_s": statistics.median(rates), "updates_per_s": statistics.median(ups),
+    return {"agent_steps_per_s": statistics.median(rates), "updates_per_s": statistics.median(ups),
             "samples_per_s": statistics.median(ups) * bs, "learner_busy": statistics.median(busy),
             "collector_wait": None, "drops": 0, "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
             "windows": len(rates)}

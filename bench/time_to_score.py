@@ -148,7 +148,7 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
         last = rows[-1] if rows else {}
         run["reached"] = run["score"]["milestones"][marks.index(target)].get("minutes") is not None
         run["minutes_to_target"] = run["score"]["milestones"][marks.index(target)].get("minutes")
-        run["totals_at_last_game"] = {k: last.get(k) for k in ("wall_s", "env_steps", "updates", "samples_trained")}
+        run["totals_at_last_game"] = {k: last.get(k) for k in ("wall_s", "agent_steps", "updates", "samples_trained")}
     return {"env": cfg.env, "target": target, "minutes_limit": minutes,
             "baseline_minutes_limit": baseline_minutes, "metric": cfg.run.score_metric,
             "window": runs[0]["score"]["window"], "milestones": marks, "runs": runs, "machine": machine()}
@@ -164,12 +164,12 @@ def print_time_to_score(res: dict) -> None:
     print("| run | " + " | ".join(f"{m:g}" for m in marks) + " | best | agent steps | updates | samples trained |")
     print("|---" * (len(marks) + 5) + "|")
     for run in res["runs"]:
-        cells = [f"{m['minutes']:.1f} min / {m['env_steps']:,}" if m.get("minutes") is not None else "-"
+        cells = [f"{m['minutes']:.1f} min / {m['agent_steps']:,}" if m.get("minutes") is not None else "-"
                  for m in run["score"]["milestones"]]
         t = run["totals_at_last_game"]
         best = run["score"]["best_mean"]
         print(f"| {run['name']} | " + " | ".join(cells) + f" | {'n/a' if best is None else format(best, '.2f')} "
-              f"| {t.get('env_steps') or 0:,} | {t.get('updates') or 0:,} | {t.get('samples_trained') or 0:,} |")
+              f"| {t.get('agent_steps') or 0:,} | {t.get('updates') or 0:,} | {t.get('samples_trained') or 0:,} |")
 
 
 def plot_time_to_score(res: dict, path: str) -> None:

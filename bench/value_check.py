@@ -92,15 +92,15 @@ def value_check(run_dir, states_per_stream: int = 64, seed: int = 0) -> dict:
             net.train(was)
             for k, v in net.named_buffers():
                 v.copy_(buffers[k])
-    return {"run_dir": str(run_dir), "states": len(g), "checkpoint_env_steps": state["counters"]["env_steps"],
-            "replay_env_steps": meta.get("env_steps"), "gamma": gamma, "mc_return": float(g.mean()),
+    return {"run_dir": str(run_dir), "states": len(g), "checkpoint_agent_steps": state["counters"]["agent_steps"],
+            "replay_agent_steps": meta.get("agent_steps"), "gamma": gamma, "mc_return": float(g.mean()),
             **{k: float(v.mean()) for k, v in q.items()},
             "bias": float((q["q_eval"] - g).mean()), "correlation": float(np.corrcoef(q["q_eval"], g)[0, 1])}
 
 
 def print_value_check(r: dict) -> None:
-    print(f"\nValue check of {r['run_dir']} (checkpoint at {r['checkpoint_env_steps']:,} agent steps, replay at "
-          f"{r['replay_env_steps']:,}; {r['states']} states whose episode ended in the replay, gamma {r['gamma']}):")
+    print(f"\nValue check of {r['run_dir']} (checkpoint at {r['checkpoint_agent_steps']:,} agent steps, replay at "
+          f"{r['replay_agent_steps']:,}; {r['states']} states whose episode ended in the replay, gamma {r['gamma']}):")
     print("| discounted return that followed | Q(s, a) eval mode (acting, targets) | train mode (the loss) "
           "| target network | Q - return | correlation |\n|---|---|---|---|---|---|")
     print(f"| {r['mc_return']:+.3f} | {r['q_eval']:+.3f} | {r['q_train']:+.3f} | {r['q_target']:+.3f} "

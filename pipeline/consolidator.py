@@ -23,7 +23,7 @@ class Consolidator(threading.Thread):
         self.log, self.log_interval = log, log_interval
         self.stop_event = threading.Event()
         self.processed = 0      # records moved
-        self.env_steps = 0      # agent steps moved (records minus final-observation records)
+        self.agent_steps = 0      # agent steps moved (records minus final-observation records)
         self.batches = 0        # drains that moved something
         self.busy_s = 0.0
         self.finished: collections.deque = collections.deque()  # whole games the run's books have not taken yet
@@ -35,8 +35,8 @@ class Consolidator(threading.Thread):
             self.replay.writer.write(collector, frames, fields)
             flags = fields["flags"]
             self.processed += len(flags)
-            self.env_steps += int(np.count_nonzero(is_agent_step(flags)))
-            for ep in finished_games(fields, self.env_steps + self.dropped_steps(), time.monotonic()):
+            self.agent_steps += int(np.count_nonzero(is_agent_step(flags)))
+            for ep in finished_games(fields, self.agent_steps + self.dropped_steps(), time.monotonic()):
                 self.finished.append(ep)
                 self.episodes_total += 1
         return sink

@@ -16,12 +16,12 @@ class Episode(NamedTuple):
     length: int       # agent steps
     x_pos: float      # Mario: the distance reached; NaN for other games
     flag: bool        # Mario: the flag was reached
-    env_steps: int    # agent steps consolidated when the game ended (all envs)
+    agent_steps: int    # agent steps consolidated when the game ended (all envs)
     t: float          # time.monotonic() when the game reached the learner
 
 
-def finished_games(fields: dict, env_steps: int, t: float) -> list[Episode]:
+def finished_games(fields: dict, agent_steps: int, t: float) -> list[Episode]:
     """The whole games that end in a batch of ring records (their EP_END records)."""
     flags = fields["flags"]
     return [Episode(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
-                    bool(flags[i] & FLAG_GET), env_steps, t) for i in np.flatnonzero(flags & EP_END)]
+                    bool(flags[i] & FLAG_GET), agent_steps, t) for i in np.flatnonzero(flags & EP_END)]

@@ -151,7 +151,7 @@ def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
                 log(f"[MAIN] No final checkpoint was written; {last} holds the last good one")
             if trainer.stop_reason == "finished":
                 _film_a_flag(run_dir, cfg.seed, log)
-            log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {parts.env_steps():,} agent steps, "
+            log(f"[MAIN] Stopped ({trainer.stop_reason or 'error'}) at {parts.agent_steps():,} agent steps, "
                 f"{trainer.learner.updates:,} updates; checkpoint {last}")
             _write_curve(run_dir, log)
         finally:

@@ -39,14 +39,14 @@ class Trainer:
         self.learning = False         # the first update was due: the prefetch thread runs
         self.settling = False         # --total-steps reached: the collectors wait while the learner trains what they paid for
 
-    def env_steps(self) -> int:
-        return self.parts.env_steps()
+    def agent_steps(self) -> int:
+        return self.parts.agent_steps()
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> int:
         p, every_epoch = self.parts, self.cfg.run.epoch_steps
         p.start()
-        next_epoch = (p.env_steps() // every_epoch + 1) * every_epoch
+        next_epoch = (p.agent_steps() // every_epoch + 1) * every_epoch
         window = EpochWindow(p.mark(time.monotonic()))
         last_health = 0.0
         while self.stop_reason is None:
@@ -55,7 +55,7 @@ class Trainer:
                 self.check_health(last_health)
                 if self.stop_reason is not None:
                     break
-            steps = p.env_steps()
+            steps = p.agent_steps()
             self.pace(steps)
             if steps >= next_epoch:
                 now = time.monotonic()
@@ -86,8 +86,8 @@ class Trainer:
             self.log(f"[MAIN] Finished: the kept weights reached the flag in {flags} of {games} fresh games "
                      f"(epsilon {run.eval_epsilon:g}); stopping (--stop-at-flag false trains on)")
             self.stop_reason = "finished"
-        elif p.evals.due(p.env_steps()) and self.learner.updates:
-            p.evals.start(p.save_checkpoint, p.env_steps())
+        elif p.evals.due(p.agent_steps()) and self.learner.updates:
+            p.evals.start(p.save_checkpoint, p.agent_steps())
         if run.time_limit and p.books.wall_s(now) >= run.time_limit * 60:
             self.stop_reason = "time_limit"
 

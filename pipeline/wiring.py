@@ -58,9 +58,9 @@ class Pipeline:
     ratio: ReplayRatio              # samples trained per agent step, both ways
 
     # ------------------------------------------------------------------ what the loop asks
-    def env_steps(self) -> int:
+    def agent_steps(self) -> int:
         """Agent steps played: the ones that reached the replay, and the ones a full ring dropped."""
-        return self.books.start.env_steps + self.consolidator.env_steps + self.consolidator.dropped_steps()
+        return self.books.start.agent_steps + self.consolidator.agent_steps + self.consolidator.dropped_steps()
 
     def blocks(self) -> list:
         """Each collector's counters and allowance: the rings' blocks, then the Ray collectors'."""
@@ -72,7 +72,7 @@ class Pipeline:
         return {k: sum(t[k] for t in per) for k in ("env", "act", "ring_wait", "throttle")}
 
     def mark(self, t: float) -> PathMark:
-        return PathMark(t, self.env_steps(), self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s,
+        return PathMark(t, self.agent_steps(), self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s,
                         self.consolidator.drops())
 
     def set_allowance(self, steps: int, samples_trained_run: int, hold: bool = False) -> None:
@@ -96,10 +96,10 @@ class Pipeline:
         self.books.end_epoch(window, self.mark(t), self.collectors.launches, self.evals.best, self.evals.last_flags)
 
     def save_checkpoint(self, name: str = CHECKPOINT_NAME, best: dict | None = None) -> Path:
-        return self.books.save_checkpoint(self.env_steps(), self.collectors.launches, self.evals.best, name, best)
+        return self.books.save_checkpoint(self.agent_steps(), self.collectors.launches, self.evals.best, name, best)
 
     def save_replay(self) -> None:
-        save_replay(Path(self.cfg.run.run_dir), self.cfg, self.replay, self.env_steps(), self.books.log)
+        save_replay(Path(self.cfg.run.run_dir), self.cfg, self.replay, self.agent_steps(), self.books.log)
 
     # ------------------------------------------------------------------ start and end
     def start(self) -> None:
@@ -169,12 +169,12 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         every = run.eval_interval
         evals = PeriodicEval(Path(run.run_dir), every, run.eval_episodes, run.eval_epsilon, run.score_metric,
                              cfg.seed + 7_919, log, start.best_eval,
-                             (start.env_steps // every + 1) * every if every else 0)
+                             (start.agent_steps // every + 1) * every if every else 0)
         undo.callback(evals.close)
         n_weights = flat_size(learner.model)
         control = ControlBlock.create(n_weights)
         undo.callback(control.close)
-        control.global_steps = start.env_steps
+        control.global_steps = start.agent_steps
         remote = NoRayCollectors()
         if col.ray_collectors:  # first: a cluster that cannot take them stops the run before any process starts
             from .distributed.intake import RayCollectors
@@ -194,7 +194,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         undo.callback(control.request_stop)
         consolidator = Consolidator(rings, replay, rep.consolidation_batch, log, run.consolidation_log_interval, remote)
         prefetcher = Prefetcher(replay, learner, lrn.batch_size, rep.prefetch_batches)
-        ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, start.env_steps + refill, col.env_streams)
+        ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, start.agent_steps + refill, col.env_streams)
         undo.pop_all()  # every part is made: from here the trainer's stop_workers and release end them
     log(f"[MAIN] {cfg.env}: {n_actions} actions, device {device}, profile {cfg.profile}, "
         f"{col.num_collectors} collector(s) x {col.envs_per_collector} envs ({col.start_method}), "

@@ -14,7 +14,7 @@ from tests.proc_utils import ROOT
 
 pytestmark = pytest.mark.slow
 
-ROW_KEYS = {"name", "env_steps_per_s", "speedup_vs_baseline", "updates_per_s", "samples_per_s",
+ROW_KEYS = {"name", "agent_steps_per_s", "speedup_vs_baseline", "updates_per_s", "samples_per_s",
             "bytes_per_transition", "peak_rss_mb", "learner_busy", "collector_wait", "drops"}
 
 
@@ -38,9 +38,9 @@ def test_quick_ladder_and_components(tmp_path):
     assert {r["name"][:2] for r in measured} >= {"1.", "2.", "3.", "4.", "8."} and all("error" not in r for r in rows), rows
     for r in measured:
         assert ROW_KEYS <= r.keys(), r
-        assert r["env_steps_per_s"] > 0 and r["samples_per_s"] > 0
+        assert r["agent_steps_per_s"] > 0 and r["samples_per_s"] > 0
         # the replay ratio holds in every row: samples trained per env step stays near 8
-        assert 5 < r["samples_per_s"] / r["env_steps_per_s"] < 11, r
+        assert 5 < r["samples_per_s"] / r["agent_steps_per_s"] < 11, r
     assert rows[0]["speedup_vs_baseline"] == 1.0
     assert rows[0]["bytes_per_transition"] > 50_000 and rows[1]["bytes_per_transition"] < 7_200
     assert {r["skipped"] for r in rows if "skipped" in r} <= {"skipped with --quick (compiling takes about a minute)",
@@ -50,7 +50,7 @@ def test_quick_ladder_and_components(tmp_path):
                 "learner_in_pipeline"):
         assert key in c, key
     assert {"cores", "cpu", "ram_gib", "gpu"} <= data["machine"].keys()
-    assert "| row | env steps/s |" in out.stdout and "Ring / mp.Queue" in out.stdout
+    assert "| row | agent steps/s |" in out.stdout and "Ring / mp.Queue" in out.stdout
     assert cv2.imread(str(png)) is not None
 
 
@@ -70,7 +70,7 @@ def test_autotune_writes_a_profile_that_config_picks_for_its_family_only(tmp_pat
     path = tmp_path / "autotuned-atari.json"
     data = json.loads(path.read_text())
     assert data["family"] == "atari" and data["tuned_on"] == "ALE/Pong-v5"
-    assert data["env_steps_per_s"] > 0 and len(data["trials"]) >= 3
+    assert data["agent_steps_per_s"] > 0 and len(data["trials"]) >= 3
 
     def show(*args):
         return subprocess.run([sys.executable, "config_optimized.py", *args], cwd=ROOT, capture_output=True,
@@ -99,7 +99,7 @@ def test_time_to_score_quick_on_catch_with_baseline(catch_time_to_score):
     marks = pipeline["score"]["milestones"]
     assert [m["value"] for m in marks] == [-0.5, 0.0, 0.5, 0.8]
     assert all(m["minutes"] is not None for m in marks)
-    assert [m["env_steps"] for m in marks] == sorted(m["env_steps"] for m in marks)
+    assert [m["agent_steps"] for m in marks] == sorted(m["agent_steps"] for m in marks)
     assert marks[-1]["minutes"] <= 2.5 + 0.2 and marks[-1]["updates"] > 0 and marks[-1]["samples_trained"] > 0
     log = (tmp_path / os.path.basename(pipeline["run_dir"]) / "train.log").read_text()
     assert "Stopped (target_score)" in log and "[MAIN] Score: mean return of the last 20 games reached 0.8" in log

@@ -112,7 +112,7 @@ def test_dropped_pushes_keep_game_statistics_and_step_counts(dropped_run):
     held_back = 0 if pub.pending is None else len(pub.pending[0])
     assert cons.episodes_total + held_back == env.games_finished
     assert all(e.ret == EP_LEN and e.length == EP_LEN for e in cons.finished)
-    assert cons.env_steps + cons.dropped_steps() == env.live_steps
+    assert cons.agent_steps + cons.dropped_steps() == env.live_steps
     assert cons.dropped_steps() > 0
 
 

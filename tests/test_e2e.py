@@ -35,11 +35,11 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     assert "[MAIN] Epoch 1 - Loss:" in out and "Epsilon:" in out and "env steps/s" in out
     _check_clean(proc, mark)
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    for key in ("env_steps", "updates", "wall_s", "loss", "epsilon", "return_mean", "episodes", "buffer", "drops"):
+    for key in ("agent_steps", "updates", "wall_s", "loss", "epsilon", "return_mean", "episodes", "buffer", "drops"):
         assert key in rows[-1]
     assert rows[-1]["updates"] > 0 and rows[-1]["drops"] == 0
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
-    first_steps, first_updates = state["counters"]["env_steps"], state["learner"]["updates"]
+    first_steps, first_updates = state["counters"]["agent_steps"], state["learner"]["updates"]
     # the collectors may run ahead of the learner; a run that reaches --total-steps first trains
     # what its steps paid for, so the ratio holds however slow the learner started
     assert first_steps >= first and first_updates >= (first - LEARNING_STARTS) // STEPS_PER_UPDATE
@@ -56,5 +56,5 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     assert (run_dir / "episodes.jsonl").read_text().splitlines()[:len(games)] == games
     _check_clean(proc, mark)
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
-    assert state["counters"]["env_steps"] >= second
+    assert state["counters"]["agent_steps"] >= second
     assert state["learner"]["updates"] - first_updates >= (second - first_steps) // STEPS_PER_UPDATE > 0

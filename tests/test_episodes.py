@@ -9,7 +9,7 @@ from pipeline.records.episodes import EPISODES_NAME, ScoreTracker, read_episodes
 
 
 def row(i, ret, **kw):
-    return {"wall_s": 60.0 * i, "env_steps": 1000 * i, "updates": 10 * i, "samples_trained": 320 * i,
+    return {"wall_s": 60.0 * i, "agent_steps": 1000 * i, "updates": 10 * i, "samples_trained": 320 * i,
             "return": ret, "length": 100, **kw}
 
 
@@ -28,10 +28,10 @@ def test_first_crossing_records_minutes_steps_updates_and_samples():
     summary, curve = score_run(rows, [-15, 0, 18])
     by_value = {m["value"]: m for m in summary["milestones"]}
     # the mean of the last 20 passes -15 when 3 of them are wins: game 23
-    assert by_value[-15]["minutes"] == 23.0 and by_value[-15]["env_steps"] == 23_000
+    assert by_value[-15]["minutes"] == 23.0 and by_value[-15]["agent_steps"] == 23_000
     assert by_value[-15]["updates"] == 230 and by_value[-15]["samples_trained"] == 7360 and by_value[-15]["games"] == 23
-    assert by_value[0]["env_steps"] == 30_000  # 10 wins of 20
-    assert by_value[18]["env_steps"] == 39_000  # (19 * 21 - 21) / 20 = 18.9
+    assert by_value[0]["agent_steps"] == 30_000  # 10 wins of 20
+    assert by_value[18]["agent_steps"] == 39_000  # (19 * 21 - 21) / 20 = 18.9
     assert summary["best_mean"] == 21.0 and curve[0] == (20.0, 20_000, -21.0)
 
 
@@ -43,7 +43,7 @@ def test_a_milestone_never_reached_is_reported_as_none():
 def test_distance_metric_for_mario():
     rows = [row(i, 0.0, distance=1500.0, flag=False) for i in range(1, 21)]
     summary, _ = score_run(rows, [1000], metric="distance")
-    assert summary["milestones"][0]["env_steps"] == 20_000
+    assert summary["milestones"][0]["agent_steps"] == 20_000
     with pytest.raises(ValueError, match="score metric"):
         ScoreTracker([1], metric="speed")
 

@@ -10,21 +10,21 @@ NS = 1_000_000_000
 
 def test_speed_gives_rates_and_shares():
     r = speed(10.0, 1_000, 120, 9.0, {"env": 3 * NS, "act": 1 * NS, "ring_wait": 0, "throttle": 4 * NS})
-    assert (r["env_steps_per_s"], r["updates_per_s"], r["learner_busy"]) == (100.0, 12.0, 0.9)
+    assert (r["agent_steps_per_s"], r["updates_per_s"], r["learner_busy"]) == (100.0, 12.0, 0.9)
     assert r["collector_share"] == {"env": 0.375, "act": 0.125, "ring_wait": 0.0, "throttle": 0.5}
 
 
 def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
     start = {"env": 0, "act": 0, "ring_wait": 0, "throttle": 0}
-    w = EpochWindow(PathMark(t=100.0, env_steps=10_000, updates=500, collector_ns=start, consolidation_s=1.0))
+    w = EpochWindow(PathMark(t=100.0, agent_steps=10_000, updates=500, collector_ns=start, consolidation_s=1.0))
     for loss in (0.5, 0.3):
         w.add_update({"loss": loss, "td_error": 2 * loss, "q_mean": 1.0, "grad_norm": 3.0})
     w.update_s, w.idle_s = 15.0, 4.0
     games = ScoreTracker(metric="distance")
     for i in range(25):  # the window holds the last 20: games 5..24
-        games.add_row({"wall_s": 0.0, "env_steps": 0, "updates": 0, "samples_trained": 0, "return": 550.0 + 10 * i,
+        games.add_row({"wall_s": 0.0, "agent_steps": 0, "updates": 0, "samples_trained": 0, "return": 550.0 + 10 * i,
                        "length": 200, "distance": 650.0 + 10 * i, "flag": i == 24})
-    at = PathMark(t=120.0, env_steps=12_000, updates=740, consolidation_s=1.2, drops=0,
+    at = PathMark(t=120.0, agent_steps=12_000, updates=740, consolidation_s=1.2, drops=0,
                   collector_ns={"env": 18 * NS, "act": 2 * NS, "ring_wait": 0, "throttle": 0})
     end = EpochEnd(at, epoch=3, games=games.window_means(), episodes_total=90, epsilon=0.5, buffer=12_000,
                    samples_trained=23_680, batch=32, mario=True, wall_s=3_725.0, eta="0:10:00")
@@ -34,14 +34,14 @@ def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
     assert lines[1].startswith("[MAIN] Speed - 100 env steps/s, 12.00 updates/s, 384 samples/s | learner: update 75%, "
                                "wait-batch 0%, idle 20% | consolidation 1% | collectors: env 90%, act 10%,")
     assert "elapsed 1:02:05, ETA 0:10:00" in lines[1]
-    assert row["env_steps_per_s"] == 100.0 and row["learner_busy"] == 0.75 and row["q_mean"] == 1.0 and row["grad_norm"] == 3.0
+    assert row["agent_steps_per_s"] == 100.0 and row["learner_busy"] == 0.75 and row["q_mean"] == 1.0 and row["grad_norm"] == 3.0
     assert row["distance_mean"] == 795.0 and row["flag_rate"] == pytest.approx(0.05)
 
 
 def test_a_mario_epoch_line_shows_the_last_evaluations_flags():
     start = {"env": 0, "act": 0, "ring_wait": 0, "throttle": 0}
-    w = EpochWindow(PathMark(t=0.0, env_steps=0, updates=0, collector_ns=start, consolidation_s=0.0))
-    at = PathMark(t=10.0, env_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0)
+    w = EpochWindow(PathMark(t=0.0, agent_steps=0, updates=0, collector_ns=start, consolidation_s=0.0))
+    at = PathMark(t=10.0, agent_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0)
     means = ScoreTracker(metric="distance").window_means()
     lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a", (7, 10)))
     assert lines[0].endswith("Buffer: 1,000, Eval flags: 7/10")

@@ -229,14 +229,14 @@ def test_full_disk_during_run_stops_cleanly_and_keeps_checkpoint(tmp_path):
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
     proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "800"], mark)
     assert proc.returncode == 0, out[-3000:]
-    before = ckpt.load(run_dir / "checkpoint.pt")["counters"]["env_steps"]
+    before = ckpt.load(run_dir / "checkpoint.pt")["counters"]["agent_steps"]
     # The same run resumed on a "disk" that takes files up to 12 MB: logs and shared memory fit
     # (a small ring), a 27 MB checkpoint does not.
     proc, out = run([*CATCH, "--run-dir", str(run_dir), "--resume", "--ring-capacity", "512",
                      "--total-steps", "1000000000"], mark, preexec_fn=_limit_file_size(12_000_000))
     assert proc.returncode == 1, out[-3000:]
     assert "[MAIN] Error: could not write checkpoint" in out and "previous checkpoint is untouched" in out
-    assert ckpt.load(run_dir / "checkpoint.pt")["counters"]["env_steps"] == before
+    assert ckpt.load(run_dir / "checkpoint.pt")["counters"]["agent_steps"] == before
     assert not (run_dir / "checkpoint.pt.tmp").exists()
     check_clean(proc, mark)
 

@@ -75,7 +75,7 @@ def test_two_rungs_resume_only_the_better_recipe(tmp_path):
     assert [s["recipe"] for s in second["standings"]] == [kept] and res["winner"] == kept
     before = next(s for s in first["standings"] if s["recipe"] == kept)
     after = second["standings"][0]
-    assert after["run_dir"] == before["run_dir"] and after["env_steps"] > before["env_steps"]
+    assert after["run_dir"] == before["run_dir"] and after["agent_steps"] > before["agent_steps"]
     log = (tmp_path / "runs").glob(f"halving-*-{kept}/train.log")
     assert "[MAIN] Resumed" in next(log).read_text()
     assert out.stdout.count("[HALVING] rung 2/2") == 1

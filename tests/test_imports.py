@@ -46,7 +46,8 @@ LAYERS = {
     "pipeline.ratio": 2,
     "pipeline.learner": 2,
     "pipeline.distributed.no_ray": 2,  # the data path's stand-in for Ray's intake: imports nothing
-    "pipeline.distributed.errors": 2,  # the Ray error the data path catches, apart from the code that talks to Ray
+    "pipeline.distributed.errors": 2,
+    "pipeline.file_keys": 2,  # old key names of the run files, read by the replay's snapshot and the records  # the Ray error the data path catches, apart from the code that talks to Ray
     # 3: run records, evaluation, configuration
     "pipeline.records": 3,
     "pipeline.evaluation": 3,

@@ -52,7 +52,7 @@ def test_run_writes_tensorboard_events_and_curve(trained):
     acc.Reload()
     returns = acc.Scalars("charts/episodic_return")
     assert len(returns) >= 5 and returns[-1].step >= 2_000
-    assert "losses/td_loss" in acc.Tags()["scalars"] and "speed/env_steps_per_s" in acc.Tags()["scalars"]
+    assert "losses/td_loss" in acc.Tags()["scalars"] and "speed/agent_steps_per_s" in acc.Tags()["scalars"]
     png = run_dir / "learning_curve.png"
     assert f"[MAIN] Learning curve {png}" in out
     assert cv2.imread(str(png)) is not None

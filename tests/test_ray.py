@@ -202,10 +202,10 @@ def test_catch_through_ray_actors_exactly_once_in_order_through_a_killed_actor_a
 
     rows = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
     last = rows[-1]
-    assert last["env_steps"] >= 4_000
+    assert last["agent_steps"] >= 4_000
     # the replay ratio held both ways: samples trained per agent step after learning starts is
     # 4, within what the collectors may run ahead and one update
-    paid = (last["env_steps"] - 500) * 4
+    paid = (last["agent_steps"] - 500) * 4
     ahead = _ahead(process_envs=4, ray_actors=2, ray_batch=64)
     assert paid - 4 * ahead - 32 <= last["samples_trained"] <= paid + 32, (last["samples_trained"], paid)
 
@@ -239,8 +239,8 @@ def test_pong_through_ray_actors_alone_with_a_killed_actor(cluster, tmp_path):
     assert "[MAIN] Ray collector 0 is back on" in out, out[-3000:]
     check_clean(proc, mark)
     last = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()][-1]
-    assert last["env_steps"] >= 2000
-    paid = (last["env_steps"] - 1000) * 4
+    assert last["agent_steps"] >= 2000
+    paid = (last["agent_steps"] - 1000) * 4
     ahead = _ahead(process_envs=0, ray_actors=2, ray_batch=256)
     assert paid - 4 * ahead - 32 <= last["samples_trained"] <= paid + 32, (last["samples_trained"], paid)
     _, written, _ = _streams(run_dir)
@@ -266,9 +266,9 @@ def test_a_run_of_ray_collectors_alone_resumes_from_its_saved_replay(cluster, tm
                      rf"{saved.sum():,} transitions.*training goes on at once", out), out[-3000:]
     # no refill: learning goes on before the 500 steps of --learning-starts could have been played again
     starts = int(re.search(r"\[MAIN\] Learning starts at ([\d,]+) agent steps", out).group(1).replace(",", ""))
-    assert starts < before["env_steps"] + 500, (starts, before["env_steps"])
+    assert starts < before["agent_steps"] + 500, (starts, before["agent_steps"])
     after = load(run_dir / "checkpoint.pt")["counters"]
-    assert after["env_steps"] >= 2500 and after["samples_trained"] > before["samples_trained"]
+    assert after["agent_steps"] >= 2500 and after["samples_trained"] > before["samples_trained"]
     check_clean(proc, mark)
 
 

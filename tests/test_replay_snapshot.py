@@ -46,11 +46,11 @@ def test_resumed_replay_samples_the_batches_of_an_uninterrupted_run(tmp_path, pr
         b = replay.sample(64)
         replay.update_priorities(b["stream"], b["pos"], np.linspace(0.1, 5, 64))
     rng_state = replay.sampler.rng.bit_generator.state  # what the checkpoint stores
-    size, took = snapshot.save(replay, tmp_path / "replay.npz", {"env": CATCH, "frame_stack": 4, "env_steps": 1200})
+    size, took = snapshot.save(replay, tmp_path / "replay.npz", {"env": CATCH, "frame_stack": 4, "agent_steps": 1200})
     assert size < replay.storage.nbytes() / 5  # catch frames are mostly black: they compress
     resumed = Replay.of(4000, 1, M, prioritized=prioritized, seed=123)
     meta = snapshot.load(resumed, tmp_path / "replay.npz", CATCH, 4)
-    assert meta["env_steps"] == 1200 and len(resumed) == len(replay) == 1200
+    assert meta["agent_steps"] == 1200 and len(resumed) == len(replay) == 1200
     resumed.sampler.rng.bit_generator.state = rng_state
     for _ in range(5):
         same_batch(replay.sample(32), resumed.sample(32))
@@ -65,7 +65,7 @@ def test_resumed_replay_samples_the_batches_of_an_uninterrupted_run(tmp_path, pr
 def test_replay_of_other_settings_is_refused_naming_both(tmp_path, change, named):
     replay = catch_replay(steps=20)
     path = tmp_path / "replay.npz"
-    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4, "env_steps": 80})
+    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4, "agent_steps": 80})
     want = {"env": CATCH, "frame_stack": 4, "capacity": 4000, "num_streams": M, **change}
     with pytest.raises(snapshot.ReplayFileError) as e:
         snapshot.check_fits(path, **want)
@@ -87,7 +87,7 @@ def test_full_disk_during_the_save_leaves_the_previous_replay(tmp_path):
                         {"env": np.zeros(100, np.uint16), "action": np.zeros(100, np.uint8),
                          "reward": np.zeros(100, np.float32), "flags": np.r_[1, np.zeros(99)].astype(np.uint8)})
     path = tmp_path / "replay.npz"
-    snapshot.save(replay, path, {"env": "x", "frame_stack": 4, "env_steps": 100})
+    snapshot.save(replay, path, {"env": "x", "frame_stack": 4, "agent_steps": 100})
     before = path.read_bytes()
     replay.writer.write(0, rng.integers(0, 255, (900, 84, 84), dtype=np.uint8),
                         {"env": np.zeros(900, np.uint16), "action": np.zeros(900, np.uint8),
@@ -97,12 +97,12 @@ def test_full_disk_during_the_save_leaves_the_previous_replay(tmp_path):
     resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 100_000, old_limit[1]))  # the disk "fills"
     try:
         with pytest.raises(snapshot.ReplayFileError, match="could not write the replay .*previous replay file"):
-            snapshot.save(replay, path, {"env": "x", "frame_stack": 4, "env_steps": 1000})
+            snapshot.save(replay, path, {"env": "x", "frame_stack": 4, "agent_steps": 1000})
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
         signal.signal(signal.SIGXFSZ, old_handler)
     assert path.read_bytes() == before and not (tmp_path / "replay.npz.tmp").exists()
-    assert snapshot.read_meta(path)["env_steps"] == 100
+    assert snapshot.read_meta(path)["agent_steps"] == 100
 
 
 def test_a_flipped_byte_anywhere_is_refused_or_harmless(tmp_path):
@@ -111,7 +111,7 @@ def test_a_flipped_byte_anywhere_is_refused_or_harmless(tmp_path):
     the file loads exactly as saved (a flip in a field zip never reads, such as a timestamp)."""
     replay = catch_replay(steps=60, capacity=400)
     path, damaged = tmp_path / "replay.npz", tmp_path / "damaged.npz"
-    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4, "env_steps": 240})
+    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4, "agent_steps": 240})
     data = path.read_bytes()
     refused = 0
     for at in [len(data) // 3, *range(0, len(data), max(1, len(data) // 150))]:
@@ -135,8 +135,8 @@ def test_a_flipped_byte_anywhere_is_refused_or_harmless(tmp_path):
 def test_replay_meta_without_its_step_count_is_refused_by_name(tmp_path):
     replay = catch_replay(steps=20, capacity=400)
     path = tmp_path / "replay.npz"
-    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4})  # no env_steps
-    with pytest.raises(snapshot.ReplayFileError, match=r"replay.npz has no valid env_steps in its meta"):
+    snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4})  # no agent_steps
+    with pytest.raises(snapshot.ReplayFileError, match=r"replay.npz has no valid agent_steps in its meta"):
         snapshot.check_fits(path, CATCH, 4, 400, M)
 
 
@@ -144,11 +144,11 @@ def test_empty_uniform_replay_resumes_prioritized(tmp_path):
     """A run stopped before any record arrived saves an empty replay; resumed with --prioritized
     it loads as empty (no priorities to set) and fills and samples as a new one."""
     path = tmp_path / "replay.npz"
-    snapshot.save(Replay.of(400, 1, M, seed=7), path, {"env": CATCH, "frame_stack": 4, "env_steps": 0})
+    snapshot.save(Replay.of(400, 1, M, seed=7), path, {"env": CATCH, "frame_stack": 4, "agent_steps": 0})
     resumed = Replay.of(400, 1, M, prioritized=True, seed=7)
-    assert snapshot.load(resumed, path, CATCH, 4)["env_steps"] == 0
+    assert snapshot.load(resumed, path, CATCH, 4)["agent_steps"] == 0
     assert len(resumed) == 0 and resumed.sampler.tree.total == 0
     filled = catch_replay(prioritized=True, steps=20, capacity=400)
-    snapshot.save(filled, path, {"env": CATCH, "frame_stack": 4, "env_steps": 80})
+    snapshot.save(filled, path, {"env": CATCH, "frame_stack": 4, "agent_steps": 80})
     snapshot.load(resumed, path, CATCH, 4)
     assert len(resumed) == 80 and resumed.sample(8)["weights"] is not None

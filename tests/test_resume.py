@@ -38,15 +38,15 @@ def _batch(n: int, seed: int = 0) -> dict:
             "discount": np.full(n, 0.97, np.float32), "weights": None}
 
 
-def _save_run(run_dir, cfg: Config, learner: Learner, env_steps: int, replay: Replay | None = None) -> None:
+def _save_run(run_dir, cfg: Config, learner: Learner, agent_steps: int, replay: Replay | None = None) -> None:
     """A run folder as a clean stop leaves it: the checkpoint, and the replay saved with it."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    counters = {"env_steps": env_steps, "episodes": 0, "samples_trained": 0, "epoch": 0, "wall_s": 1.0}
+    counters = {"agent_steps": agent_steps, "episodes": 0, "samples_trained": 0, "epoch": 0, "wall_s": 1.0}
     rng = (replay or Replay.of(400, 1, 4)).sampler.rng.bit_generator.state
     ckpt.save(run_dir / ckpt.CHECKPOINT_NAME, ckpt.training_state(cfg, N_ACTIONS, learner.state_dict(), counters, rng))
     if replay is not None:
         snapshot.save(replay, run_dir / REPLAY_NAME,
-                      {"env": CATCH, "frame_stack": 4, "env_steps": env_steps})
+                      {"env": CATCH, "frame_stack": 4, "agent_steps": agent_steps})
 
 
 def _learner(cfg: Config) -> Learner:
@@ -62,13 +62,13 @@ def test_a_cpu_bf16_run_resumes_with_fp16_and_a_fresh_scaler(tmp_path):
     trained = _learner(cpu)
     assert trained.amp_dtype == torch.bfloat16 and not trained.scaler.is_enabled()
     trained.update([trained.to_device(_batch(2))])
-    _save_run(run_dir, cpu, trained, env_steps=1000)
+    _save_run(run_dir, cpu, trained, agent_steps=1000)
 
     gpu = cpu.replace(amp_dtype="fp16")
     moved, log = _learner(gpu), Log()
     assert moved.amp_dtype == torch.float16 and moved.scaler.is_enabled()
     counters, refill = resume(run_dir, gpu, N_ACTIONS, moved, Replay.of(400, 1, 4), log)
-    assert counters.env_steps == 1000 and moved.updates == 1
+    assert counters.agent_steps == 1000 and moved.updates == 1
     assert any("without fp16 loss scaling" in line and "GradScaler starts at the initial scale" in line
                for line in log), log
     assert moved.scaler.get_scale() == torch.amp.GradScaler("cpu").get_scale()
@@ -85,7 +85,7 @@ def test_a_checkpoint_of_another_network_is_a_handled_error(tmp_path):
     run_dir = tmp_path / "run"
     nature = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, model_arch="nature",
                        save_replay=False)
-    _save_run(run_dir, nature, _learner(nature), env_steps=500)
+    _save_run(run_dir, nature, _learner(nature), agent_steps=500)
     batchnorm = nature.replace(model_arch="batchnorm")
     with pytest.raises(ckpt.CheckpointError, match=r"trained with --model-arch 'nature' but this run has 'batchnorm'"):
         check_resume(batchnorm)
@@ -102,7 +102,7 @@ def test_the_resume_check_counts_ray_collectors_streams(tmp_path, num_collectors
     cfg = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, buffer_size=2400,
                     envs_per_collector=4, num_collectors=num_collectors, ray_collectors=ray_collectors,
                     ray_address="127.0.0.1:6379" if ray_collectors else "")
-    _save_run(run_dir, cfg, _learner(cfg), env_steps=0, replay=Replay.of(2400, 2, 4))
+    _save_run(run_dir, cfg, _learner(cfg), agent_steps=0, replay=Replay.of(2400, 2, 4))
     check_resume(cfg)
     with pytest.raises(snapshot.ReplayFileError, match=r"env stream count \(\(--num-collectors \+ --ray-collectors\) "
                                                        r"x --envs-per-collector\) 8 but this run has 12"):
@@ -116,7 +116,7 @@ def test_a_resume_past_its_step_or_time_limit_is_refused_naming_the_flag(tmp_pat
     run_dir = tmp_path / "run"
     cfg = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, save_replay=False,
                     total_steps=1000)
-    _save_run(run_dir, cfg, _learner(cfg), env_steps=1000)
+    _save_run(run_dir, cfg, _learner(cfg), agent_steps=1000)
     with pytest.raises(ckpt.CheckpointError, match=r"at 1,000 agent steps, which --total-steps 1,000 already "
                                                    r"reaches; give a larger --total-steps"):
         check_resume(cfg)
@@ -127,13 +127,48 @@ def test_a_resume_past_its_step_or_time_limit_is_refused_naming_the_flag(tmp_pat
     check_resume(cfg.replace(total_steps=2000, time_limit=0.02))
 
 
+def test_a_run_folder_of_an_earlier_version_reads_under_todays_key_names(tmp_path):
+    """Files written when agent steps were keyed ``env_steps`` (checkpoint counters, the kept
+    weights' score, replay meta, metrics and games): resumed and read as today's files."""
+    from pipeline.file_keys import current_keys
+    from pipeline.records.episodes import read_episodes
+    from pipeline.records.metrics import read_metrics
+
+    def old(data):  # today's keys back under their old names
+        return {("env_steps" if k == "agent_steps" else k): old(v) if isinstance(v, dict) else v
+                for k, v in data.items()}
+
+    run_dir = tmp_path / "run"
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, buffer_size=400,
+                    envs_per_collector=4, num_collectors=1)
+    replay, learner = catch_replay(steps=60, capacity=400), _learner(cfg)
+    run_dir.mkdir()
+    counters = {"agent_steps": 240, "episodes": 3, "samples_trained": 64, "epoch": 1, "wall_s": 1.0}
+    state = ckpt.training_state(cfg, N_ACTIONS, learner.state_dict(), counters, replay.sampler.rng.bit_generator.state)
+    ckpt.save(run_dir / ckpt.CHECKPOINT_NAME, {**state, "counters": old(counters),
+                                               "best": {"metric": "return", "score": 0.5, "env_steps": 200}})
+    snapshot.save(replay, run_dir / REPLAY_NAME, {"env": CATCH, "frame_stack": 4, "env_steps": 240})
+    (run_dir / "metrics.jsonl").write_text('{"epoch": 1, "env_steps": 240, "env_steps_per_s": 80.0}\n')
+    (run_dir / "episodes.jsonl").write_text('{"wall_s": 1.0, "env_steps": 120, "return": 1.0}\n')
+
+    assert ckpt.load(run_dir)["best"] == {"metric": "return", "score": 0.5, "agent_steps": 200}
+    check_resume(cfg)
+    log = Log()
+    restored, refill = resume(run_dir, cfg, N_ACTIONS, _learner(cfg), Replay.of(400, 1, 4), log)
+    assert restored.agent_steps == 240 and restored.episodes == 3, log
+    assert refill == cfg.learner.learning_starts - 240 and any("replay.npz: 240 transitions" in line for line in log), log
+    assert read_metrics(run_dir) == [{"epoch": 1, "agent_steps": 240, "agent_steps_per_s": 80.0}]
+    assert read_episodes(run_dir) == [{"wall_s": 1.0, "agent_steps": 120, "return": 1.0}]
+    assert current_keys({"env_steps": 1, "agent_steps": 2}) == {"agent_steps": 2}  # today's name wins
+
+
 def _flip_a_third_in(path):
     data = bytearray(path.read_bytes())
     data[len(data) // 3] ^= 0xFF
     path.write_bytes(data)
 
 
-def _drop_env_steps(path):
+def _drop_agent_steps(path):
     replay = Replay.of(400, 1, 4)
     snapshot.load(replay, path, CATCH, 4)
     snapshot.save(replay, path, {"env": CATCH, "frame_stack": 4})
@@ -141,7 +176,7 @@ def _drop_env_steps(path):
 
 @pytest.mark.parametrize("damage,message", [
     (_flip_a_third_in, "replay.npz is truncated or corrupt"),
-    (_drop_env_steps, "replay.npz has no valid env_steps in its meta"),
+    (_drop_agent_steps, "replay.npz has no valid agent_steps in its meta"),
 ])
 def test_a_damaged_replay_is_one_line_and_exit_2_with_nothing_changed(tmp_path, capsys, damage, message):
     run_dir = tmp_path / "run"
@@ -149,7 +184,7 @@ def test_a_damaged_replay_is_one_line_and_exit_2_with_nothing_changed(tmp_path, 
             "--num-collectors", "1", "--amp", "false"]
     # the run as the command line builds it (the Atari preset included), so only the replay is wrong
     cfg = Config.of(**{**load_preset(family_of(CATCH)), "env": CATCH, "run_dir": str(run_dir), "amp": False})
-    _save_run(run_dir, cfg, _learner(cfg), env_steps=240, replay=catch_replay(steps=60, capacity=400))
+    _save_run(run_dir, cfg, _learner(cfg), agent_steps=240, replay=catch_replay(steps=60, capacity=400))
     damage(run_dir / REPLAY_NAME)
     before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}
     assert mario_rl_optimized.main([*args, "--resume"]) == 2
@@ -166,8 +201,8 @@ def test_a_resume_takes_the_bar_from_the_kept_weights_themselves(tmp_path):
     from pipeline.records.resume import kept_scores
 
     base = {"meta": {"env": "x"}, "learner": {}}
-    ckpt.save(tmp_path / "best_eval.pt", {**base, "best": {"metric": "return", "score": 0.75, "env_steps": 9000}})
-    ckpt.save(tmp_path / "best.pt", {**base, "best": {"metric": "return", "score": -0.25, "env_steps": 8000}})
+    ckpt.save(tmp_path / "best_eval.pt", {**base, "best": {"metric": "return", "score": 0.75, "agent_steps": 9000}})
+    ckpt.save(tmp_path / "best.pt", {**base, "best": {"metric": "return", "score": -0.25, "agent_steps": 8000}})
     assert kept_scores(tmp_path, "return") == {"best.pt": -0.25, "best_eval.pt": 0.75}
     assert kept_scores(tmp_path, "distance") == {}  # another metric's scores are no bar
     ckpt.save(tmp_path / "best.pt", base)  # a file from before the weights carried their score
@@ -177,11 +212,11 @@ def test_a_resume_takes_the_bar_from_the_kept_weights_themselves(tmp_path):
 def test_counters_are_read_back_as_written_and_old_checkpoints_fill_the_gaps():
     from pipeline.records.counters import RunCounters
 
-    now = RunCounters(env_steps=123_456, episodes=78, samples_trained=9_000, wall_s=61.5, epoch=12, launches=3,
+    now = RunCounters(agent_steps=123_456, episodes=78, samples_trained=9_000, wall_s=61.5, epoch=12, launches=3,
                       best_score=-4.5, best_eval=7.0)
     saved = now.to_checkpoint("return", 0.01)
     assert saved["best_metric"] == "return" and saved["epsilon"] == 0.01
     assert RunCounters.from_checkpoint(saved) == now
     # a checkpoint from before launches and best scores were saved: its step count set the seeds apart
-    old = RunCounters.from_checkpoint({"env_steps": 5_000, "episodes": 2, "samples_trained": 64, "epoch": 1, "wall_s": 3.0})
+    old = RunCounters.from_checkpoint({"agent_steps": 5_000, "episodes": 2, "samples_trained": 64, "epoch": 1, "wall_s": 3.0})
     assert old == RunCounters(5_000, 2, 64, 3.0, 1, launches=5_000)

@@ -85,7 +85,7 @@ def test_run_record_best_model_and_no_silent_overwrite(tmp_path):
     proc, out = run([*args[:-4], "--total-steps", "1200", "--overwrite"], mark)
     assert proc.returncode == 0, out[-3000:]
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert rows[0]["epoch"] == 1 and rows[-1]["env_steps"] < 3000
+    assert rows[0]["epoch"] == 1 and rows[-1]["agent_steps"] < 3000
     assert json.loads((run_dir / "config.json").read_text()).get("previous") is None
     check_clean(proc, mark)
 
@@ -115,25 +115,25 @@ def test_eval_interval_keeps_the_best_evaluated_weights(tmp_path):
     assert proc.returncode == 0, out[-3000:]
     evals = [json.loads(x) for x in (run_dir / EVALS_NAME).read_text().splitlines()]
     assert len(evals) >= 2 and all(len(e["returns"]) == 3 and e["epsilon"] == 0.05 for e in evals)
-    assert [e["env_steps"] for e in evals] == sorted(e["env_steps"] for e in evals)
+    assert [e["agent_steps"] for e in evals] == sorted(e["agent_steps"] for e in evals)
     # the first screening beats the best (none yet) and is confirmed on fresh games: each
     # confirmation follows its screening, on other seeds, and only confirmations are kept
     assert evals[0]["phase"] == "screen" and evals[1]["phase"] == "confirm"
     for i, e in enumerate(evals):
         if e["phase"] == "confirm":
-            assert evals[i - 1]["phase"] == "screen" and evals[i - 1]["env_steps"] == e["env_steps"]
+            assert evals[i - 1]["phase"] == "screen" and evals[i - 1]["agent_steps"] == e["agent_steps"]
             assert e["seed"] != evals[i - 1]["seed"]
     best = max(e["score"] for e in evals if e["phase"] == "confirm")
     assert f"confirmed: mean return {best:.2f} over 3 fresh games (epsilon 0.05); best so far" in out
     state = load(run_dir / BEST_EVAL_NAME)  # a whole checkpoint: --eval plays it
     chosen = next(e for e in evals if e["phase"] == "confirm" and e["score"] == best)
     # the weights evaluated: saved as the evaluation started (collectors run on meanwhile)
-    assert abs(state["counters"]["env_steps"] - chosen["env_steps"]) <= 100
+    assert abs(state["counters"]["agent_steps"] - chosen["agent_steps"]) <= 100
     assert not (run_dir / CANDIDATE_NAME).exists()
     assert load(run_dir / "checkpoint.pt")["counters"]["best_eval"] == best
     # the file carries the evaluation that chose it, and the screening before it (a resume reads its bar from there)
-    screened = next(e for e in evals if e["phase"] == "screen" and e["env_steps"] == chosen["env_steps"])
-    assert state["best"] == {"metric": "return", "score": best, "env_steps": chosen["env_steps"], "games": 3,
+    screened = next(e for e in evals if e["phase"] == "screen" and e["agent_steps"] == chosen["agent_steps"])
+    assert state["best"] == {"metric": "return", "score": best, "agent_steps": chosen["agent_steps"], "games": 3,
                              "epsilon": 0.05, "seed": chosen["seed"], "screen_score": screened["score"],
                              "screen_seed": screened["seed"]}
     check_clean(proc, mark)
@@ -155,5 +155,5 @@ def test_a_finished_agent_stops_the_run_with_a_flag_video(tmp_path):
     assert "Stopped (finished)" in out and "A flag run of the kept weights" in out
     assert load(run_dir / BEST_EVAL_NAME)["best"]["flags"] == 3
     assert (run_dir / FLAG_VIDEO_NAME).stat().st_size > 0
-    assert load(run_dir / "checkpoint.pt")["counters"]["env_steps"] < 20_000  # it stopped long before --total-steps
+    assert load(run_dir / "checkpoint.pt")["counters"]["agent_steps"] < 20_000  # it stopped long before --total-steps
     check_clean(proc, mark)

@@ -17,8 +17,8 @@ from tests.proc_utils import CATCH, ROOT, env_for, marked_processes, read_until
 
 
 def test_window_scores_put_each_game_in_the_window_it_ended_in():
-    rows = [{"env_steps": 10, "return": 1.0}, {"env_steps": 250_000, "return": 3.0},
-            {"env_steps": 250_001, "return": 10.0}, {"env_steps": 400_000, "return": 20.0}]
+    rows = [{"agent_steps": 10, "return": 1.0}, {"agent_steps": 250_000, "return": 3.0},
+            {"agent_steps": 250_001, "return": 10.0}, {"agent_steps": 400_000, "return": 20.0}]
     w = S.window_scores(rows, 430_000)
     assert [x["mean"] for x in w] == [2.0, 15.0]
     assert [x["games"] for x in w] == [2, 2]
@@ -84,7 +84,7 @@ def _write_games(d: Path, name: str, scores_per_window: list[float], games_per_w
     for i, score in enumerate(scores_per_window):
         for k in range(games_per_window):
             wall += 60.0
-            rows.append({"wall_s": wall, "env_steps": i * S.WINDOW + (k + 1) * S.WINDOW // games_per_window,
+            rows.append({"wall_s": wall, "agent_steps": i * S.WINDOW + (k + 1) * S.WINDOW // games_per_window,
                          "updates": 0, "samples_trained": 0, "return": score, "length": 100})
     (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -140,14 +140,14 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path):
     assert not (suite_dir / "CountingCatch").exists()
     assert (suite_dir / "suite_report.md").exists()
     state, counters = S.game_state(first, 2500, None)
-    assert state == "resume" and 0 < counters["env_steps"] < 2500
+    assert state == "resume" and 0 < counters["agent_steps"] < 2500
 
     out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
-    assert f"resumed at {counters['env_steps']:,} agent steps" in out
+    assert f"resumed at {counters['agent_steps']:,} agent steps" in out
     assert "tests.catch_env:CountingCatch-v0: started" in out
     for name in ("Catch", "CountingCatch"):
         assert S.game_state(suite_dir / name, 2500, None)[0] == "done"
-        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["counters"]["env_steps"] >= 2500
+        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["counters"]["agent_steps"] >= 2500
     rep = json.loads((suite_dir / "suite_report.json").read_text())
     assert all(g["windows"][0]["games"] > 0 for g in rep["games"].values())
 
@@ -167,8 +167,8 @@ def test_a_finished_game_kept_without_its_checkpoint_counts_as_done(tmp_path):
     run = tmp_path / "BattleZone"
     run.mkdir()
     assert S.game_state(run, 500_000, None)[0] == "new"
-    S.mark_done(run, "ALE/BattleZone-v5", {"env_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
-    assert S.game_state(run, 500_000, None) == ("done", {"env_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
+    S.mark_done(run, "ALE/BattleZone-v5", {"agent_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
+    assert S.game_state(run, 500_000, None) == ("done", {"agent_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
     assert S.game_state(run, 1_000_000, None)[0] == "new"  # a longer suite trains it again from the start
 
 

@@ -30,7 +30,7 @@ def test_value_check_compares_q_with_the_returns_that_followed(tmp_path):
     cfg = Config.of(env=CATCH, run_dir=str(run_dir), amp=False, save_replay=True, buffer_size=4000,
                     envs_per_collector=M, n_step=3, gamma=0.99)
     learner = _learner(cfg)
-    _save_run(run_dir, cfg, learner, env_steps=200 * M, replay=replay)
+    _save_run(run_dir, cfg, learner, agent_steps=200 * M, replay=replay)
     first = value_check(run_dir, states_per_stream=16)
     assert first["states"] == 16 * M and -1.0 <= first["mc_return"] <= 1.0
     assert first["bias"] == pytest.approx(first["q_eval"] - first["mc_return"], abs=1e-5)
@@ -38,7 +38,7 @@ def test_value_check_compares_q_with_the_returns_that_followed(tmp_path):
     # on the same states and returns
     with torch.no_grad():
         learner.model.head.q[2].bias += 1.0
-    _save_run(run_dir, cfg, learner, env_steps=200 * M, replay=replay)
+    _save_run(run_dir, cfg, learner, agent_steps=200 * M, replay=replay)
     second = value_check(run_dir, states_per_stream=16)
     assert second["mc_return"] == first["mc_return"]
     assert second["bias"] == pytest.approx(first["bias"] + 1.0, abs=1e-4)

@@ -148,7 +148,7 @@ class PeriodicEval:
             return
         scores = res["distances"] if self.metric == "distance" else res["returns"]
         score = statistics.fmean(scores)
-        row = {"env_steps": self.steps, "score": score, "metric": self.metric, "epsilon": self.epsilon,
+        row = {"agent_steps": self.steps, "score": score, "metric": self.metric, "epsilon": self.epsilon,
                "phase": self.phase, "seed": self.games_seed, **res}
         with open(self.run_dir / EVALS_NAME, "a") as f:
             f.write(json.dumps(row) + "\n")
@@ -171,7 +171,7 @@ class PeriodicEval:
             return
         if self.phase == "confirm" and score > self.best:
             self.best = score
-            best = {"metric": self.metric, "score": score, "env_steps": self.steps, "games": len(scores),
+            best = {"metric": self.metric, "score": score, "agent_steps": self.steps, "games": len(scores),
                     "epsilon": self.epsilon, "seed": self.games_seed, "screen_score": self.screened["score"],
                     "screen_seed": self.screened["seed"]}
             if flags:

@@ -54,22 +54,22 @@ class RunBooks:
         """The run's wall clock at monotonic time ``t``: a resumed run's earlier parts included."""
         return self.start.wall_s + t - self.t_start
 
-    def epsilon(self, env_steps: int) -> float:
-        return epsilon_schedule(self.cfg.collectors, env_steps)
+    def epsilon(self, agent_steps: int) -> float:
+        return epsilon_schedule(self.cfg.collectors, agent_steps)
 
     # ------------------------------------------------------------------ games
     def add_games(self, games: list[Episode], updates: int) -> bool:
-        """Record whole games (``Episode.env_steps`` counted from this process's start); True
+        """Record whole games (``Episode.agent_steps`` counted from this process's start); True
         when the score reached --target-score."""
         reached = False
         for ep in games:
-            row = episode_row(ep._replace(env_steps=self.start.env_steps + ep.env_steps), self.wall_s(ep.t),
+            row = episode_row(ep._replace(agent_steps=self.start.agent_steps + ep.agent_steps), self.wall_s(ep.t),
                               updates, self.samples_trained)
             self.episodes_file.write(json.dumps(row) + "\n")
             self.episodes += 1
             for m in self.score.add_row(row):
                 self.log(f"[MAIN] Score: mean {self.score.metric} of the last {self.score.window} games reached "
-                         f"{m.value:g} at {m.minutes:.1f} min, {m.env_steps:,} agent steps, {m.updates:,} updates")
+                         f"{m.value:g} at {m.minutes:.1f} min, {m.agent_steps:,} agent steps, {m.updates:,} updates")
                 reached = True
         return reached
 
@@ -81,11 +81,11 @@ class RunBooks:
         uses the games training played anyway)."""
         cfg = self.cfg
         self.epoch += 1
-        sps = (at.env_steps - window.start.env_steps) / max(at.t - window.start.t, 1e-9)
+        sps = (at.agent_steps - window.start.agent_steps) / max(at.t - window.start.t, 1e-9)
         wall_s = self.wall_s(at.t)
-        end = EpochEnd(at, self.epoch, self.score.window_means(), self.episodes, self.epsilon(at.env_steps),
+        end = EpochEnd(at, self.epoch, self.score.window_means(), self.episodes, self.epsilon(at.agent_steps),
                        len(self.replay), self.samples_trained, cfg.learner.effective_batch, is_mario(cfg.env), wall_s,
-                       eta(cfg.total_steps, at.env_steps, sps, cfg.run.time_limit, wall_s), eval_flags)
+                       eta(cfg.total_steps, at.agent_steps, sps, cfg.run.time_limit, wall_s), eval_flags)
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)
@@ -94,28 +94,28 @@ class RunBooks:
         if score is not None and score > self.best_score:
             self.best_score = score
             metric = self.score.metric
-            path = self.save_checkpoint(at.env_steps, launches, best_eval, BEST_NAME,
-                                        best={"metric": metric, "score": score, "env_steps": at.env_steps,
+            path = self.save_checkpoint(at.agent_steps, launches, best_eval, BEST_NAME,
+                                        best={"metric": metric, "score": score, "agent_steps": at.agent_steps,
                                               "updates": at.updates})
             self.log(f"[MAIN] Best so far: mean {metric} {score:.2f} of the last {SCORE_WINDOW} games at "
-                     f"{at.env_steps:,} agent steps; weights in {path}")
+                     f"{at.agent_steps:,} agent steps; weights in {path}")
 
     # ------------------------------------------------------------------ checkpoints
-    def counters(self, env_steps: int, launches: int, best_eval: float) -> RunCounters:
-        """Where the run stands now; ``env_steps``, ``launches`` and ``best_eval`` are counted by
+    def counters(self, agent_steps: int, launches: int, best_eval: float) -> RunCounters:
+        """Where the run stands now; ``agent_steps``, ``launches`` and ``best_eval`` are counted by
         the data path, the collectors' supervisor and the periodic evaluation."""
-        return RunCounters(env_steps, self.episodes, self.samples_trained, self.wall_s(time.monotonic()), self.epoch,
+        return RunCounters(agent_steps, self.episodes, self.samples_trained, self.wall_s(time.monotonic()), self.epoch,
                            launches, self.best_score, best_eval)
 
-    def save_checkpoint(self, env_steps: int, launches: int, best_eval: float, name: str = CHECKPOINT_NAME,
+    def save_checkpoint(self, agent_steps: int, launches: int, best_eval: float, name: str = CHECKPOINT_NAME,
                         best: dict | None = None) -> Path:
         """The learner, every random state and the counters, atomically, as ``name`` in the run
         folder (``best``: the score that chose these weights, for best.pt)."""
         self.learner.require_finite()
         path = self.run_dir / name
-        counters = self.counters(env_steps, launches, best_eval)
+        counters = self.counters(agent_steps, launches, best_eval)
         ckpt.save(path, ckpt.training_state(self.cfg, self.n_actions, self.learner.state_dict(),
-                                            counters.to_checkpoint(self.score.metric, self.epsilon(env_steps)),
+                                            counters.to_checkpoint(self.score.metric, self.epsilon(agent_steps)),
                                             self.replay.sampler.rng.bit_generator.state, best))
         return path
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from ..file_keys import current_keys
 from .files import CHECKPOINT_NAME, TMP_SUFFIX
 
 
@@ -86,6 +87,8 @@ def load(path: str | Path, env_id: str | None = None, n_actions: int | None = No
                               "use an earlier checkpoint or start a new run without --resume") from None
     if not isinstance(state, dict) or "meta" not in state or "learner" not in state:
         raise CheckpointError(f"checkpoint {path} is not a checkpoint of this project (no 'meta'/'learner' entries)")
+    # a checkpoint of an earlier version reads as one of today's (the weights hold no such keys)
+    state = {k: v if k == "learner" else current_keys(v) for k, v in state.items()}
     meta = state["meta"]
     for key, want in (("env", env_id), ("n_actions", n_actions), ("frame_stack", frame_stack)):
         if want is not None and meta.get(key) != want:

@@ -10,7 +10,7 @@ NO_SCORE = float("-inf")
 @dataclass
 class RunCounters:
     """The run's counters (all zero for a new run)."""
-    env_steps: int = 0          # agent steps played (the ones a full ring dropped included)
+    agent_steps: int = 0          # agent steps played (the ones a full ring dropped included)
     episodes: int = 0           # games finished
     samples_trained: int = 0
     wall_s: float = 0.0         # the run's wall clock, earlier sessions included
@@ -21,8 +21,8 @@ class RunCounters:
 
     def to_checkpoint(self, metric: str, epsilon: float) -> dict:
         """The checkpoint's ``counters``: these, the metric the best scores are in, and the
-        exploration epsilon at ``env_steps`` (for ``--eval`` and the Hub's model card)."""
-        return {"env_steps": self.env_steps, "episodes": self.episodes, "samples_trained": self.samples_trained,
+        exploration epsilon at ``agent_steps`` (for ``--eval`` and the Hub's model card)."""
+        return {"agent_steps": self.agent_steps, "episodes": self.episodes, "samples_trained": self.samples_trained,
                 "epoch": self.epoch, "collector_launches": self.launches, "best_score": self.best_score,
                 "best_eval": self.best_eval, "best_metric": metric, "wall_s": self.wall_s, "epsilon": epsilon}
 
@@ -30,8 +30,8 @@ class RunCounters:
     def from_checkpoint(cls, c: dict) -> RunCounters:
         """The counters a checkpoint's ``counters`` hold; what older checkpoints lack takes the
         value the code had before it was saved."""
-        return cls(int(c["env_steps"]), int(c["episodes"]), int(c["samples_trained"]), float(c["wall_s"]),
+        return cls(int(c["agent_steps"]), int(c["episodes"]), int(c["samples_trained"]), float(c["wall_s"]),
                    int(c["epoch"]),
                    # before launches were counted the step count set the seeds apart: it still does
-                   int(c.get("collector_launches", c["env_steps"])),
+                   int(c.get("collector_launches", c["agent_steps"])),
                    float(c.get("best_score", NO_SCORE)), float(c.get("best_eval", NO_SCORE)))

@@ -29,7 +29,7 @@ def plot_learning_curve(run_dir: str | Path, out: str | Path | None = None, titl
     out = Path(out) if out else run_dir / CURVE_NAME
     mario = any(r.get("distance_mean") is not None for r in rows)
     fig, axes = plt.subplots(1, 3 if mario else 2, figsize=(15 if mario else 10, 4), squeeze=False)
-    steps = [r["env_steps"] for r in rows]
+    steps = [r["agent_steps"] for r in rows]
     minutes = [r["wall_s"] / 60 for r in rows]
     ret = [r["return_mean"] for r in rows]
     axes[0][0].plot(steps, ret)

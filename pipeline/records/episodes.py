@@ -25,7 +25,7 @@ METRICS = ("return", "distance")
 class Milestone:
     value: float
     minutes: float
-    env_steps: int
+    agent_steps: int
     updates: int
     samples_trained: int
     games: int
@@ -70,7 +70,7 @@ class ScoreTracker:
         if mean is None:
             return []
         self.best = mean if self.best is None else max(self.best, mean)
-        new = [Milestone(m, row["wall_s"] / 60, row["env_steps"], row["updates"], row["samples_trained"], self.games)
+        new = [Milestone(m, row["wall_s"] / 60, row["agent_steps"], row["updates"], row["samples_trained"], self.games)
                for m in self.milestones if m not in self.reached and mean >= m]
         for m in new:
             self.reached[m.value] = m
@@ -85,7 +85,7 @@ class ScoreTracker:
 
 def episode_row(ep: Episode, wall_s: float, updates: int, samples_trained: int) -> dict:
     """The ``episodes.jsonl`` row of one game: what it scored, and when in the run it ended."""
-    row = {"wall_s": round(wall_s, 3), "env_steps": ep.env_steps, "updates": updates,
+    row = {"wall_s": round(wall_s, 3), "agent_steps": ep.agent_steps, "updates": updates,
            "samples_trained": samples_trained, "return": ep.ret, "length": ep.length}
     if ep.x_pos == ep.x_pos:  # not NaN: a game that reports a distance (Mario)
         row["distance"], row["flag"] = ep.x_pos, ep.flag
@@ -104,5 +104,5 @@ def score_run(rows: list[dict], milestones=(), window: int = SCORE_WINDOW, metri
     for row in rows:
         tracker.add_row(row)
         if tracker.mean is not None:
-            curve.append((row["wall_s"] / 60, row["env_steps"], tracker.mean))
+            curve.append((row["wall_s"] / 60, row["agent_steps"], tracker.mean))
     return tracker.summary(), curve

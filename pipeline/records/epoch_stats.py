@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 class PathMark:
     """Where the data path stands at one moment: an epoch window's start and its end."""
     t: float                      # time.monotonic()
-    env_steps: int                # the run's agent steps
+    agent_steps: int                # the run's agent steps
     updates: int                  # the learner's updates
     collector_ns: dict            # collector time by activity (env, act, ring_wait, throttle), summed
     consolidation_s: float        # the consolidation thread's busy seconds
@@ -70,14 +70,14 @@ def _fmt(v, f: str) -> str:
     return "n/a" if v is None else format(v, f)
 
 
-def speed(seconds: float, env_steps: int, updates: int, update_s: float, collector_ns: dict) -> dict:
-    """The speed figures of a span of ``seconds`` in which the run made ``env_steps`` agent steps
+def speed(seconds: float, agent_steps: int, updates: int, update_s: float, collector_ns: dict) -> dict:
+    """The speed figures of a span of ``seconds`` in which the run made ``agent_steps`` agent steps
     and ``updates`` updates, the learner spent ``update_s`` in ``Learner.update`` and the
     collectors spent ``collector_ns`` by activity (env, act, ring_wait, throttle): rates, the
     learner's busy share and each activity's share of collector time."""
     seconds = max(seconds, 1e-9)
     total = max(sum(collector_ns.values()), 1e-9)
-    return {"env_steps_per_s": env_steps / seconds, "updates_per_s": updates / seconds,
+    return {"agent_steps_per_s": agent_steps / seconds, "updates_per_s": updates / seconds,
             "learner_busy": update_s / seconds, "collector_share": {k: v / total for k, v in collector_ns.items()}}
 
 
@@ -88,9 +88,9 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     ret, length, dist = e.games["return"], e.games["length"], e.games["distance"] if e.mario else None
     loss, td, q_mean, grad_norm = _mean(w.losses), _mean(w.td_errors), _mean(w.q_means), _mean(w.grad_norms)
     sample_age = _mean(w.sample_ages)
-    r = speed(dt, b.env_steps - a.env_steps, b.updates - a.updates, w.update_s,
+    r = speed(dt, b.agent_steps - a.agent_steps, b.updates - a.updates, w.update_s,
               {k: b.collector_ns[k] - a.collector_ns[k] for k in b.collector_ns})
-    sps, ups, busy, share = r["env_steps_per_s"], r["updates_per_s"], r["learner_busy"], r["collector_share"]
+    sps, ups, busy, share = r["agent_steps_per_s"], r["updates_per_s"], r["learner_busy"], r["collector_share"]
     tail = f"Distance: {_fmt(dist, '.1f')}" if e.mario else f"Length: {_fmt(length, '.0f')}"
     lines = [
         f"[MAIN] Epoch {e.epoch} - Loss: {_fmt(loss, '.4f')}, TD Error: {_fmt(td, '.4f')}, "
@@ -103,11 +103,11 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"ring-wait {100 * share['ring_wait']:.0f}%, throttled {100 * share['throttle']:.0f}% | "
         f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}",
     ]
-    row = {"epoch": e.epoch, "env_steps": b.env_steps, "updates": b.updates, "wall_s": round(e.wall_s, 3),
+    row = {"epoch": e.epoch, "agent_steps": b.agent_steps, "updates": b.updates, "wall_s": round(e.wall_s, 3),
            "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "sample_age": sample_age,
            "epsilon": e.epsilon, "return_mean": ret,
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": b.drops,
-           "env_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
+           "agent_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,
            "collector_ring_wait": share["ring_wait"], "collector_throttled": share["throttle"]}
     if e.mario:

@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+from ..file_keys import current_keys
 from .files import METRICS_NAME, TB_DIR
 
 # metrics.jsonl key -> TensorBoard tag, grouped the way CleanRL and SB3 group theirs
@@ -15,7 +16,7 @@ TB_TAGS = {
     "return_mean": "charts/episodic_return", "length_mean": "charts/episodic_length",
     "distance_mean": "charts/distance", "flag_rate": "charts/flag_rate", "epsilon": "charts/epsilon",
     "loss": "losses/td_loss", "td_error": "losses/td_error", "q_mean": "losses/q_values", "grad_norm": "losses/grad_norm",
-    "env_steps_per_s": "speed/env_steps_per_s", "updates_per_s": "speed/updates_per_s",
+    "agent_steps_per_s": "speed/agent_steps_per_s", "updates_per_s": "speed/updates_per_s",
     "samples_per_s": "speed/samples_per_s", "learner_busy": "speed/learner_busy",
     "buffer": "replay/size", "drops": "replay/ring_drops", "sample_age": "replay/sample_age",
 }
@@ -33,7 +34,7 @@ class MetricsLog:
     def write(self, row: dict) -> None:
         self.jsonl.write(json.dumps(row) + "\n")
         if self.tb is not None:
-            step = row["env_steps"]
+            step = row["agent_steps"]
             for key, tag in TB_TAGS.items():
                 v = row.get(key)
                 if isinstance(v, (int, float)) and math.isfinite(v):
@@ -69,7 +70,7 @@ def read_jsonl(path: Path) -> list[dict]:
     rows = []
     for line in text.splitlines():
         try:
-            rows.append(json.loads(line))
+            rows.append(current_keys(json.loads(line)))
         except json.JSONDecodeError:
             continue
     return rows

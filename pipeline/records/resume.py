@@ -29,8 +29,8 @@ def check_resume(cfg) -> None:
     # --total-steps and --time-limit count the whole run, earlier sessions included: one the run
     # has already reached would stop it as soon as it started
     c = state.get("counters", {})
-    if c.get("env_steps", 0) >= cfg.total_steps:
-        raise ckpt.CheckpointError(f"--resume: {path} is at {c['env_steps']:,} agent steps, which --total-steps "
+    if c.get("agent_steps", 0) >= cfg.total_steps:
+        raise ckpt.CheckpointError(f"--resume: {path} is at {c['agent_steps']:,} agent steps, which --total-steps "
                                    f"{cfg.total_steps:,} already reaches; give a larger --total-steps to train on")
     if cfg.run.time_limit and c.get("wall_s", 0.0) >= cfg.run.time_limit * 60:
         raise ckpt.CheckpointError(f"--resume: the run has trained {c['wall_s'] / 60:.1f} minutes, which --time-limit "
@@ -43,7 +43,7 @@ def check_resume(cfg) -> None:
                                     Storage.fitted_capacity(cfg.replay.buffer_size, streams), streams)
         # the file the run will load (``resume`` loads it only if it was saved with this checkpoint):
         # read it whole now, so that damage is refused here and not half-way through the load
-        if saved["env_steps"] == state.get("counters", {}).get("env_steps"):
+        if saved["agent_steps"] == state.get("counters", {}).get("agent_steps"):
             snapshot.verify(replay)
 
 
@@ -76,11 +76,11 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     counters.best_score = max(counters.best_score, files.get(BEST_NAME, float("-inf")))
     counters.best_eval = max(counters.best_eval, files.get(BEST_EVAL_NAME, float("-inf")))
     replay.sampler.rng.bit_generator.state = ckpt.restore_rng(state)
-    log.start_at(counters.env_steps)
-    log(f"[MAIN] Resumed {path}: {counters.env_steps:,} agent steps, {learner.updates:,} updates, "
+    log.start_at(counters.agent_steps)
+    log(f"[MAIN] Resumed {path}: {counters.agent_steps:,} agent steps, {learner.updates:,} updates, "
         f"epoch {counters.epoch}")
     starts = cfg.learner.learning_starts
-    if _restore_replay(run_dir, cfg, replay, counters.env_steps, log):
+    if _restore_replay(run_dir, cfg, replay, counters.agent_steps, log):
         return counters, max(0, starts - len(replay))  # a replay saved during warm-up still needs the rest of it
     return counters, starts
 
@@ -102,7 +102,7 @@ def kept_scores(run_dir: Path, metric: str) -> dict[str, float]:
     return out
 
 
-def _restore_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> bool:
+def _restore_replay(run_dir: Path, cfg, replay, agent_steps: int, log) -> bool:
     """Load the replay saved with the checkpoint, if it belongs to it; say what happened."""
     path = run_dir / REPLAY_NAME
     refill = f"the replay refills ({cfg.learner.learning_starts:,} steps) before training goes on"
@@ -112,9 +112,9 @@ def _restore_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> bool:
         return False
     t0 = time.perf_counter()
     meta = snapshot.read_meta(path)
-    if meta.get("env_steps") != env_steps:
-        log(f"[MAIN] {path} was saved at {meta.get('env_steps'):,} agent steps, the checkpoint at "
-            f"{env_steps:,} (the run stopped without a clean save): {refill}")
+    if meta.get("agent_steps") != agent_steps:
+        log(f"[MAIN] {path} was saved at {meta.get('agent_steps'):,} agent steps, the checkpoint at "
+            f"{agent_steps:,} (the run stopped without a clean save): {refill}")
         return False
     snapshot.load(replay, path, cfg.env, cfg.env_options.frame_stack)
     log(f"[MAIN] Replay restored from {path}: {len(replay):,} transitions, "
@@ -122,9 +122,9 @@ def _restore_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> bool:
     return True
 
 
-def save_replay(run_dir: Path, cfg, replay, env_steps: int, log) -> None:
+def save_replay(run_dir: Path, cfg, replay, agent_steps: int, log) -> None:
     """The replay beside the final checkpoint (writers stopped), tagged with its step count."""
     path = run_dir / REPLAY_NAME
     size, took = snapshot.save(replay, path, {"env": cfg.env, "frame_stack": cfg.env_options.frame_stack,
-                                              "env_steps": env_steps})
+                                              "agent_steps": agent_steps})
     log(f"[MAIN] Replay saved to {path}: {len(replay):,} transitions, {size / 2**20:,.0f} MB in {took:.1f} s")

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..file_keys import current_keys
+
 ARRAYS = ("frames", "action", "reward", "flags", "pos", "written")
 # What reading a damaged zip can raise: a flipped bit lands in a header (BadZipFile, a
 # "compression method" NotImplementedError, an "encrypted" RuntimeError), in the deflate stream
@@ -68,12 +70,12 @@ def read_meta(path: str | Path) -> dict:
     path = Path(path)
     try:
         with np.load(path) as z:
-            meta = json.loads(bytes(z["meta"]).decode())
+            meta = current_keys(json.loads(bytes(z["meta"]).decode()))
     except DAMAGED as e:
         raise _corrupt(path, e) from None
     # A file this project wrote always has them; without them a resume could neither tell whether
     # the file belongs to the checkpoint nor say what it holds.
-    kinds = {"env": str, "frame_stack": int, "capacity": int, "num_streams": int, "env_steps": int}
+    kinds = {"env": str, "frame_stack": int, "capacity": int, "num_streams": int, "agent_steps": int}
     entries = meta if isinstance(meta, dict) else {}
     wrong = [k for k, kind in kinds.items() if type(entries.get(k)) is not kind]
     if wrong:
