@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from wrappers import BatchedEnv, EnvOptions, UnknownEnvError, check_env_id, make_env
+from wrappers import BatchedEnv, EnvOptions, UnknownEnvError, check_env_id, make_env, make_single_frame_env
 from wrappers.atari import EpisodicLife, FireReset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,6 +187,35 @@ def test_mario_info_and_observations_are_copies():
         assert key in info
     assert info["x_pos"] > 40 and info["world"] == 1 and info["stage"] == 1
     assert env.action_space.n == 5
+
+
+def test_a_collectors_lean_mario_env_plays_the_same_game_as_the_full_one():
+    """lean_info (the collectors' Mario env) cuts the info to x_pos and flag_get and reads the
+    score, time and coin digits with a dot product: over the same seeded random play, deaths and
+    resets included, every observation, reward, ending, x_pos and flag equals the full env's."""
+    from wrappers.mario import lean_info
+
+    opts = EnvOptions(mario_actions="simple", noop_max=0)
+    full, lean = (make_single_frame_env("SuperMarioBros-1-1-v0", opts) for _ in range(2))
+    lean_info(lean)
+    rng = np.random.default_rng(0)
+    a, _ = full.reset(seed=0)
+    b, lean_first = lean.reset(seed=0)
+    assert np.array_equal(a, b) and set(lean_first) <= {"x_pos", "flag_get", "episode"}
+    ends = 0
+    for _ in range(400):
+        action = int(rng.choice([1, 1, 1, 2, 0, 5, 6]))  # mostly right (SIMPLE_MOVEMENT): it meets the goombas
+        a, ra, ta, ua, ia = full.step(action)
+        b, rb, tb, ub, ib = lean.step(action)
+        assert np.array_equal(a, b) and (ra, ta, ua) == (rb, tb, ub)
+        assert (ia["x_pos"], ia["flag_get"]) == (ib["x_pos"], ib["flag_get"])
+        if ta or ua:
+            ends += 1
+            full.reset()
+            lean.reset()
+    assert ends >= 1  # the play went through at least one death and reset
+    for address, length in ((0x07DE, 6), (0x07F8, 3), (0x07ED, 2)):
+        assert lean.unwrapped._read_mem_range(address, length) == full.unwrapped._read_mem_range(address, length)
 
 
 class ScriptedScreens(gym.Env):

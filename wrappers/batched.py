@@ -12,6 +12,7 @@ import gymnasium as gym
 import numpy as np
 
 from .factory import make_single_frame_env
+from .mario import lean_info
 from .options import EnvOptions
 from .registry import ale_default_sticky, ale_game, is_mario, is_module_env_id
 
@@ -60,7 +61,11 @@ class BatchedEnv:
         if render_mode is not None and not self.python_envs:
             raise ValueError("render_mode needs native=False: ale-py's vector env does not render")
         if self.python_envs:
-            fns = [lambda: KeepInfo(make_single_frame_env(env_id, opts, render_mode), BATCH_INFO) for _ in range(num_envs)]
+            def make():
+                env = make_single_frame_env(env_id, opts, render_mode)
+                return KeepInfo(lean_info(env) if self.mario else env, BATCH_INFO)
+
+            fns = [make] * num_envs
             self.env = gym.vector.SyncVectorEnv(fns, copy=True, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
         else:
             from ale_py.vector_env import AtariVectorEnv

@@ -99,6 +99,29 @@ class NoopStart(gym.Wrapper):
         return obs, info
 
 
+def lean_info(env: gym.Env) -> gym.Env:
+    """The Mario env, its per-frame info cut to what a collector reads (``x_pos``, ``flag_get``)
+    and its digit counters (score, time, coins) read with one dot product; rewards, endings and
+    observations stay the same.
+
+    gym-super-mario-bros builds a 42-key info dict at every emulator frame (40 RAM reads, the
+    task's metadata, reward diagnostics) and reads each counter by joining its digits as a
+    string: ~5% of a Mario collector's time on the Xeon (family 6 model 167) under cProfile, for
+    two keys. Both are the env's own methods, replaced on this instance only."""
+    smb = env.unwrapped
+    joined = smb._read_mem_range
+    digits = {n: 10 ** np.arange(n - 1, -1, -1) for n in (2, 3, 6)}  # coins, time, score
+
+    def read_mem_range(address: int, length: int) -> int:
+        d = smb.ram[address:address + length]
+        # a byte above 9 (not a digit) joins as several characters: the original says what that reads as
+        return joined(address, length) if d.max() > 9 else int(d @ digits[length])
+
+    smb._read_mem_range = read_mem_range
+    smb._get_info = lambda: {"x_pos": smb._x_position, "flag_get": smb._flag_get}
+    return env
+
+
 def action_set(name: str) -> list[list[str]]:
     from gym_super_mario_bros import actions
 
