@@ -106,8 +106,8 @@ def lean_info(env: gym.Env) -> gym.Env:
 
     gym-super-mario-bros builds a 42-key info dict at every emulator frame (40 RAM reads, the
     task's metadata, reward diagnostics) and reads each counter by joining its digits as a
-    string: ~5% of a Mario collector's time on the Xeon (family 6 model 167) under cProfile, for
-    two keys. Both are the env's own methods, replaced on this instance only."""
+    string, for two keys a collector reads: cut, a batch of 8 envs steps 2.3% faster on the Xeon
+    (family 6 model 167). Both are the env's own methods, replaced on this instance only."""
     smb = env.unwrapped
     joined = smb._read_mem_range
     digits = {n: 10 ** np.arange(n - 1, -1, -1) for n in (2, 3, 6)}  # coins, time, score
