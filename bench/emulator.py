@@ -11,7 +11,8 @@ action set, so each figure is what the layer above it could reach at most:
    episode statistics), agent steps/s times the frame skip;
 4. ``batched envs``: the collector's ``BatchedEnv`` of 8 such envs (gymnasium SyncVectorEnv);
 5. ``rollout``: ``Rollout.step`` as a collector runs it: batched epsilon-greedy acting with the
-   BatchNorm DQN, the env step and the records; its act / env shares come from its own timers.
+   BatchNorm DQN (in bf16 where the profile acts in bf16), the env step and the records; its act
+   / env shares come from its own timers.
 
 The collector's efficiency is rollout steps/s against the emulator's frames/s divided by the
 frame skip (the issue's goal is at least 90%).
@@ -118,7 +119,8 @@ def batched_env_steps_per_s(env_id: str, opts, windows: int, seconds: float) -> 
         env.close()
 
 
-def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, seconds: float) -> dict:
+def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, seconds: float,
+                        act_bf16: bool = False) -> dict:
     from models import build_model
     from pipeline.rollout import Rollout
     from wrappers import BatchedEnv
@@ -128,7 +130,7 @@ def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, secon
     # the frames a death skips unseen made unseeded runs differ by +-20%
     torch.manual_seed(0)
     model = build_model("batchnorm", frame_stack, env.n_actions, False).eval()
-    rollout = Rollout(env, model, frame_stack, False, seed=0)
+    rollout = Rollout(env, model, frame_stack, False, seed=0, act_bf16=act_bf16)
 
     def step():
         return rollout.step(0.1)[2]
@@ -159,13 +161,14 @@ def bench_emulator(env_id: str = "SuperMarioBros-1-1-v0", windows: int = 5, seco
     vec = vector_emulator_frames_per_s(cfg.env_options.mario_actions, windows, seconds)
     wrapped = wrapped_env_steps_per_s(env_id, opts, windows, seconds)
     batched = batched_env_steps_per_s(env_id, opts, windows, seconds)
-    roll = rollout_steps_per_s(env_id, opts, cfg.env_options.frame_stack, windows, seconds)
+    roll = rollout_steps_per_s(env_id, opts, cfg.env_options.frame_stack, windows, seconds, cfg.collectors.act_bf16)
     ceiling = emu / skip
     return {"env": env_id, "frame_skip": skip, "num_envs": NUM_ENVS, "mario_actions": cfg.env_options.mario_actions,
             "emulator_frames_per_s": emu, "vector_emulator_frames_per_s": vec,
             "wrapped_env_frames_per_s": wrapped * skip, "batched_env_frames_per_s": batched * skip,
             "rollout_frames_per_s": roll["steps_per_s"] * skip, "rollout_steps_per_s": roll["steps_per_s"],
             "rollout_shares": {k: roll[k] for k in ("act_share", "env_share", "other_share")},
+            "act_bf16": cfg.collectors.act_bf16,
             "ceiling_steps_per_s": ceiling, "collector_efficiency": roll["steps_per_s"] / ceiling}
 
 

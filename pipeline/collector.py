@@ -171,7 +171,8 @@ class Collector:
         try:
             self.model = build_model(spec.model_arch, opts.frame_stack, self.env.n_actions, spec.dueling,
                                      spec.quantiles).eval()
-            self.rollout = Rollout(self.env, self.model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale)
+            self.rollout = Rollout(self.env, self.model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale,
+                                   spec.collectors.act_bf16)
         except BaseException:
             self.env.close()
             raise

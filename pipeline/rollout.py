@@ -14,8 +14,13 @@ from .transition import EP_END, EXPLORED, FIRST, FLAG_GET, LAST, TERM, TRUNC
 
 class Rollout:
     def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int,
-                 reward_scale: float = 1.0):
+                 reward_scale: float = 1.0, act_bf16: bool = False):
+        """``act_bf16``: choose actions with the model's ``bf16_q_values`` (a pixel DQN of
+        ``models``, made channels_last here; weights loaded later keep that layout)."""
         self.env, self.model, self.clip, self.scale = env, model, clip_rewards, reward_scale
+        self.act_bf16 = act_bf16
+        if act_bf16:
+            model.to(memory_format=torch.channels_last)
         M = self.num_envs = env.num_envs
         self.rng = np.random.default_rng(seed)
         frames = env.reset(seed=seed)
@@ -42,7 +47,12 @@ class Rollout:
         M = self.num_envs
         t0 = time.perf_counter_ns()
         with torch.inference_mode():
-            greedy = self.model(torch.from_numpy(self.stack)).argmax(1).numpy()
+            obs = torch.from_numpy(self.stack)
+            if self.act_bf16:
+                q = self.model.bf16_q_values(obs.contiguous(memory_format=torch.channels_last))
+            else:
+                q = self.model(obs)
+            greedy = q.argmax(1).numpy()
         explore = self.rng.random(M) < eps
         actions = np.where(explore, self.rng.integers(0, self.env.n_actions, M), greedy)
         t1 = time.perf_counter_ns()

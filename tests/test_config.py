@@ -99,6 +99,7 @@ def test_defaults_validate_on_this_machine():
     if profile.startswith("cpu"):  # bf16 and the compiled loss only where they pay and can build
         assert cfg.learner.amp == machine.bf16_pays
         assert cfg.learner.compile == (machine.bf16_pays and machine.cpp_compiler)
+        assert cfg.collectors.act_bf16 == machine.bf16_pays
     assert isinstance(validate(cfg, machine), list)
 
 
@@ -184,6 +185,7 @@ def test_cpu_profiles_use_bf16_only_where_it_was_measured_faster(speedup, amp):
     machine = replace(hw(2), cpu_bf16=True, cpu_bf16_speedup=speedup)
     cfg = resolve_config({}, machine).cfg
     assert cfg.learner.amp is amp
+    assert cfg.collectors.act_bf16 is amp  # the collectors' forward passes follow the same measurement
     warned = any("--amp false trains faster" in w for w in validate(cfg.replace(amp=True), machine))
     assert warned is not amp
 

@@ -60,6 +60,76 @@ def test_channels_last_gives_same_q_values():
     assert torch.allclose(m2(x.contiguous(memory_format=torch.channels_last)), ref, atol=1e-4)
 
 
+@pytest.mark.parametrize("arch, quantiles", [("batchnorm", 0), ("batchnorm", 51), ("impala-s", 51), ("nature", 0)])
+def test_bf16_acting_matches_fp32_acting(arch, quantiles):
+    """A collector acting in bf16 (convs in bf16 on channels_last frames, the head in fp32) reads
+    the Q-values fp32 reads to within bf16's rounding, picks the same greedy actions but where two
+    actions' values are that close, and gives fp32 Q-values, so argmax sees no rounded ties."""
+    torch.manual_seed(0)
+    m = build_model(arch, 4, 6, quantiles=quantiles)
+    m(_obs(32))  # running statistics away from their init
+    m.eval()
+    x = _obs(64, seed=2)
+    with torch.inference_mode():
+        ref = m(x)
+        q = m.to(memory_format=torch.channels_last).bf16_q_values(x.contiguous(memory_format=torch.channels_last))
+    assert q.dtype == torch.float32 and q.shape == ref.shape
+    spread = (ref.max() - ref.min()).item()
+    assert (q - ref).abs().max().item() < 0.05 * spread
+    top2 = ref.topk(2, dim=1).values
+    clear = (top2[:, 0] - top2[:, 1]) > 0.1 * spread  # not a near-tie in fp32
+    assert clear.sum() >= 8 and torch.equal(q.argmax(1)[clear], ref.argmax(1)[clear])
+    assert len(set(q[0].tolist())) == 6  # no two actions rounded into the same value
+
+
+def test_weights_loaded_into_a_channels_last_model_act_the_same():
+    """Collectors acting in bf16 keep a channels_last copy; the learner's flat weights (written
+    in logical order) load into it as into an NCHW model."""
+    src, nchw = BatchNormDQN(4, 6), BatchNormDQN(4, 6)
+    nhwc = BatchNormDQN(4, 6).to(memory_format=torch.channels_last)
+    src(_obs(16))
+    buf = torch.empty(flat_size(src))
+    write_flat(src, buf)
+    read_flat(nchw, buf)
+    read_flat(nhwc, buf)
+    assert nhwc.features[0].weight.is_contiguous(memory_format=torch.channels_last)
+    nchw.eval(), nhwc.eval()
+    x = _obs()
+    assert torch.allclose(nhwc(x.contiguous(memory_format=torch.channels_last)), nchw(x), atol=1e-4)
+
+
+def test_rollout_acting_in_bf16_plays_the_bf16_greedy_actions():
+    """Rollout(act_bf16=True), as a collector on a bf16 CPU builds it: the network goes
+    channels_last and the greedy actions (epsilon 0) are the argmax of bf16_q_values."""
+    from pipeline.rollout import Rollout
+    from wrappers.batched import BatchStep
+
+    class NoiseEnvs:  # BatchedEnv's contract, random frames, never ending
+        num_envs, n_actions = 16, 6
+
+        def __init__(self):
+            self.rng = np.random.default_rng(0)
+
+        def reset(self, seed=None):
+            return self.rng.integers(0, 256, (self.num_envs, 84, 84), dtype=np.uint8)
+
+        def step(self, actions):
+            no = np.zeros(self.num_envs, bool)
+            return BatchStep(self.reset(), np.zeros(self.num_envs, np.float32), no, no, no,
+                             np.full(self.num_envs, np.nan, np.float32), no)
+
+    torch.manual_seed(0)
+    model = build_model("batchnorm", 4, 6, quantiles=51).eval()
+    rollout = Rollout(NoiseEnvs(), model, 4, False, seed=0, act_bf16=True)
+    assert model.features[0].weight.is_contiguous(memory_format=torch.channels_last)
+    for _ in range(3):
+        stack = torch.from_numpy(rollout.stack.copy()).contiguous(memory_format=torch.channels_last)
+        with torch.inference_mode():
+            expected = model.bf16_q_values(stack).argmax(1).numpy()
+        _, fields, _, _ = rollout.step(0.0)
+        assert np.array_equal(fields["action"], expected)
+
+
 def test_eval_mode_uses_running_stats_for_any_batch_size():
     m = BatchNormDQN(4, 6)
     m(_obs(32))  # train-mode pass moves the running statistics
