@@ -12,10 +12,14 @@ action set, so each figure is what the layer above it could reach at most:
 4. ``batched envs``: the collector's ``BatchedEnv`` of 8 such envs (gymnasium SyncVectorEnv);
 5. ``rollout``: ``Rollout.step`` as a collector runs it: batched epsilon-greedy acting with the
    BatchNorm DQN (in bf16 where the profile acts in bf16), the env step and the records; its act
-   / env shares come from its own timers.
+   / env shares come from its own timers. It runs twice: at epsilon 1, so it plays the uniform
+   random actions of the rows above and differs from them only by its code (the network's
+   forward pass still runs every step); and as a seeded untrained network at epsilon 0.1, whose
+   play dies more often. A death, a reset and its no-op start are emulated frames that no agent
+   step counts, so how a policy plays moves agent steps/s at the same code.
 
 The collector's efficiency is rollout steps/s against the emulator's frames/s divided by the
-frame skip (the issue's goal is at least 90%).
+frame skip (the goal is at least 90%), for both plays.
 """
 from __future__ import annotations
 
@@ -120,20 +124,20 @@ def batched_env_steps_per_s(env_id: str, opts, windows: int, seconds: float) -> 
 
 
 def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, seconds: float,
-                        act_bf16: bool = False) -> dict:
+                        act_bf16: bool = False, eps: float = 1.0) -> dict:
     from models import build_model
     from pipeline.rollout import Rollout
     from wrappers import BatchedEnv
 
     env = BatchedEnv(env_id, opts, NUM_ENVS)
-    # a seeded network: its greedy action (most of the play) decides how often Mario dies, and
-    # the frames a death skips unseen made unseeded runs differ by +-20%
+    # a seeded network: below epsilon 1 its greedy action decides how often Mario dies, and the
+    # frames a death skips unseen made unseeded runs differ by +-20%
     torch.manual_seed(0)
     model = build_model("batchnorm", frame_stack, env.n_actions, False).eval()
     rollout = Rollout(env, model, frame_stack, False, seed=0, act_bf16=act_bf16)
 
     def step():
-        return rollout.step(0.1)[2]
+        return rollout.step(eps)[2]
     try:
         rate(step, 0.5)
         rollout.act_ns = rollout.step_ns = 0
@@ -162,6 +166,8 @@ def bench_emulator(env_id: str = "SuperMarioBros-1-1-v0", windows: int = 5, seco
     wrapped = wrapped_env_steps_per_s(env_id, opts, windows, seconds)
     batched = batched_env_steps_per_s(env_id, opts, windows, seconds)
     roll = rollout_steps_per_s(env_id, opts, cfg.env_options.frame_stack, windows, seconds, cfg.collectors.act_bf16)
+    played = rollout_steps_per_s(env_id, opts, cfg.env_options.frame_stack, windows, seconds, cfg.collectors.act_bf16,
+                                 eps=0.1)
     ceiling = emu / skip
     return {"env": env_id, "frame_skip": skip, "num_envs": NUM_ENVS, "mario_actions": cfg.env_options.mario_actions,
             "emulator_frames_per_s": emu, "vector_emulator_frames_per_s": vec,
@@ -169,7 +175,10 @@ def bench_emulator(env_id: str = "SuperMarioBros-1-1-v0", windows: int = 5, seco
             "rollout_frames_per_s": roll["steps_per_s"] * skip, "rollout_steps_per_s": roll["steps_per_s"],
             "rollout_shares": {k: roll[k] for k in ("act_share", "env_share", "other_share")},
             "act_bf16": cfg.collectors.act_bf16,
-            "ceiling_steps_per_s": ceiling, "collector_efficiency": roll["steps_per_s"] / ceiling}
+            "policy_rollout_frames_per_s": played["steps_per_s"] * skip, "policy_rollout_steps_per_s": played["steps_per_s"],
+            "policy_rollout_shares": {k: played[k] for k in ("act_share", "env_share", "other_share")},
+            "ceiling_steps_per_s": ceiling, "collector_efficiency": roll["steps_per_s"] / ceiling,
+            "policy_collector_efficiency": played["steps_per_s"] / ceiling}
 
 
 def print_emulator(e: dict) -> None:
@@ -179,9 +188,12 @@ def print_emulator(e: dict) -> None:
                        (f"nes-py VectorNESEmulator x{e['num_envs']} + native gray copy", "vector_emulator_frames_per_s"),
                        ("wrapped env (actions, gray 84x84, skip+max, stats)", "wrapped_env_frames_per_s"),
                        (f"BatchedEnv x{e['num_envs']} (SyncVectorEnv)", "batched_env_frames_per_s"),
-                       ("Rollout.step (acting + env + records)", "rollout_frames_per_s")):
+                       ("Rollout.step (acting + env + records), random actions", "rollout_frames_per_s"),
+                       ("Rollout.step, a seeded untrained network at epsilon 0.1", "policy_rollout_frames_per_s")):
         print(f"| {label} | {e[key]:,.0f} | {100 * e[key] / emu:.0f}% |")
-    s = e["rollout_shares"]
-    print(f"Rollout: {e['rollout_steps_per_s']:,.0f} agent steps/s = {100 * e['collector_efficiency']:.0f}% of the "
-          f"emulator's {emu:,.0f} frames/s / frame skip {e['frame_skip']}; time: env {100 * s['env_share']:.0f}%, "
-          f"acting {100 * s['act_share']:.0f}%, other {100 * s['other_share']:.0f}%")
+    for what, pre in (("random actions", ""), ("the network at epsilon 0.1", "policy_")):
+        s = e[f"{pre}rollout_shares"]
+        print(f"Rollout, {what}: {e[f'{pre}rollout_steps_per_s']:,.0f} agent steps/s = "
+              f"{100 * e[f'{pre}collector_efficiency']:.0f}% of the emulator's {emu:,.0f} frames/s / frame skip "
+              f"{e['frame_skip']}; time: env {100 * s['env_share']:.0f}%, acting {100 * s['act_share']:.0f}%, "
+              f"other {100 * s['other_share']:.0f}%")

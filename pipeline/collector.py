@@ -167,7 +167,7 @@ class Collector:
         from .rollout import Rollout
 
         opts = spec.env_options
-        self.env = BatchedEnv(spec.env, opts, spec.collectors.envs_per_collector)
+        self.env = BatchedEnv(spec.env, opts, spec.collectors.envs_per_collector, spec.collectors.env_threads)
         try:
             self.model = build_model(spec.model_arch, opts.frame_stack, self.env.n_actions, spec.dueling,
                                      spec.quantiles).eval()

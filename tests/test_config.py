@@ -243,6 +243,10 @@ def test_cpu_small_learner_threads_leave_mario_its_collector_core():
     mario = resolve_config({}, hw(2)).cfg  # Mario 1-1 is the default game
     assert pong.learner.learner_threads == 2 and mario.learner.learner_threads == 1
     assert resolve_config({"learner_threads": 2}, hw(2)).cfg.learner.learner_threads == 2  # an explicit option wins
+    # Mario's emulator-bound collector steps its envs on two threads; Pong's learner-bound one on one
+    assert mario.collectors.env_threads == 2 and pong.collectors.env_threads == 1
+    assert resolve_config({}, hw(1)).cfg.collectors.env_threads == 1
+    assert resolve_config({"env_threads": 1}, hw(2)).cfg.collectors.env_threads == 1
 
 
 def test_choices_live_in_the_fields_and_validation_reads_them():

