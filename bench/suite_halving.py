@@ -1,8 +1,8 @@
 """``--suite atari5 --halving RECIPES.toml [--games A,B,C]``: choose a recipe on several games at
 once, with successive halving on agent steps (Jamieson and Talwalkar 2016). Every recipe trains
-each game to the first rung's agent steps; the recipes whose mean human-normalized score over the
-games is in the best 1/eta go on, each run resumed from its own checkpoint and replay, to eta
-times the steps, and so on to ``--steps``. A rung's score of one run is Dopamine's: the mean
+each game to the first rung's agent steps; the best 1/eta by mean rank over the games (each game
+counts the same; ties by mean human-normalized score) go on, each run resumed from its own
+checkpoint and replay, to eta times the steps, and so on to ``--steps``. A rung's score of one run is Dopamine's: the mean
 training return of the games that ended in the second half of the rung's steps (at 500k, the
 250k-500k window the suite's table reports; a game without published random and human scores,
 like the test suite's catch games, counts its raw return).
@@ -113,7 +113,7 @@ def suite_halving(suite: str, recipes: dict[str, list[str]], games: str | None, 
             hns = [s["hns"] for s in scores if s["hns"] is not None]
             standings.append({"recipe": name, "args": recipes[name], "games": scores,
                               "hns_mean": statistics.fmean(hns) if len(hns) == len(scores) else None})
-        standings.sort(key=lambda s: -s["hns_mean"] if s["hns_mean"] is not None else float("inf"))
+        standings = rank_standings(standings)
         keep = survivors(len(standings), eta)
         history.append({"rung": r + 1, "agent_steps": at, "standings": standings,
                         "kept": [s["recipe"] for s in standings[:keep]]})
@@ -124,20 +124,46 @@ def suite_halving(suite: str, recipes: dict[str, list[str]], games: str | None, 
     return result
 
 
+def rank_standings(standings: list[dict]) -> list[dict]:
+    """Best first, by each recipe's mean rank over the games (1 = the best return on a game, ties
+    share their mean rank, a game without a score ranks last), then by mean human-normalized score.
+    Every game counts the same: in a mean of human-normalized scores DoubleDunk, whose human and
+    random scores lie 2.2 points apart, would outweigh the rest (half a point there counts as
+    much as 1,400 points of NameThisGame). Sets each standing's ``mean_rank``."""
+    n_games = len(standings[0]["games"]) if standings else 0
+    ranks = [[] for _ in standings]
+    for g in range(n_games):
+        rets = [s["games"][g]["return"] for s in standings]
+        for i, r in enumerate(rets):
+            if r is None:
+                ranks[i].append(float(len(rets)))
+                continue
+            better = sum(1 for x in rets if x is not None and x > r)
+            same = sum(1 for x in rets if x is not None and x == r)
+            ranks[i].append(better + (same + 1) / 2)  # the mean of the places the tied returns share
+    for s, rk in zip(standings, ranks):
+        s["mean_rank"] = statistics.fmean(rk) if rk else None
+    return sorted(standings, key=lambda s: (s["mean_rank"] if s["mean_rank"] is not None else float("inf"),
+                                            -s["hns_mean"] if s["hns_mean"] is not None else float("inf")))
+
+
 def rung_table(rung: dict) -> str:
     """A rung's standings, best first: each game's mean return in the rung's second half, the
     mean human-normalized score, and each recipe's samples per agent step and minutes per game."""
     names = [g["game"] for g in rung["standings"][0]["games"]]
     lines = [f"\n[HALVING] rung {rung['rung']} ({rung['agent_steps']:,} agent steps a run; score: the mean return of "
-             f"the games that ended after {rung['agent_steps'] // 2:,}), best first; kept: {', '.join(rung['kept'])}",
-             f"| recipe | {' | '.join(names)} | mean human-normalized | samples per agent step | minutes a game |",
-             "|---" * (len(names) + 4) + "|"]
+             f"the games that ended after {rung['agent_steps'] // 2:,}), best first by mean rank over the games; kept: "
+             f"{', '.join(rung['kept'])}",
+             f"| recipe | {' | '.join(names)} | mean rank | mean human-normalized | samples per agent step | "
+             "minutes a game |",
+             "|---" * (len(names) + 5) + "|"]
     for s in rung["standings"]:
         rets = [f"{g['return']:,.1f}" if g["return"] is not None else "-" for g in s["games"]]
         hns = f"{s['hns_mean']:.3f}" if s["hns_mean"] is not None else "-"
+        rank = f"{s['mean_rank']:.2f}" if s.get("mean_rank") is not None else "-"
         ratios = {g["samples_per_agent_step"] for g in s["games"]}
         minutes = statistics.fmean(g["minutes"] for g in s["games"])
-        lines.append(f"| {s['recipe']} | {' | '.join(rets)} | {hns} | {', '.join(f'{x:g}' for x in ratios if x)} | "
+        lines.append(f"| {s['recipe']} | {' | '.join(rets)} | {rank} | {hns} | {', '.join(f'{x:g}' for x in ratios if x)} | "
                      f"{minutes:.1f} |")
     return "\n".join(lines)
 

@@ -187,6 +187,26 @@ def test_suite_halving_rungs_and_refusals(tmp_path):
         H.check_recipes({"bad": ["--lr", "-1"]}, [], ["ALE/Pong-v5"])
 
 
+def test_suite_halving_ranks_recipes_by_their_mean_rank_over_the_games():
+    """A recipe ahead on two games of three goes first, though its DoubleDunk (human and random
+    2.2 points apart) is half a point behind: in a mean of human-normalized scores that half point
+    would outweigh 600 points of NameThisGame and 500 of Phoenix."""
+    from bench.suite_halving import rank_standings
+
+    def standing(name, returns, hns_mean):
+        return {"recipe": name, "games": [{"return": r} for r in returns], "hns_mean": hns_mean}
+    ahead = standing("ahead", [-20.5, 3000.0, 1000.0], -0.233)
+    dd_only = standing("dd_only", [-20.0, 2400.0, 500.0], -0.220)
+    unscored = standing("unscored", [-20.0, None, 500.0], None)
+    ranked = rank_standings([dd_only, unscored, ahead])
+    assert [s["recipe"] for s in ranked] == ["ahead", "dd_only", "unscored"]
+    assert ranked[0]["mean_rank"] == pytest.approx((3 + 1 + 1) / 3)  # DoubleDunk: last of three
+    assert ranked[1]["mean_rank"] == pytest.approx((1.5 + 2 + 2.5) / 3)  # tied on two games: shared places
+    assert ranked[2]["mean_rank"] == pytest.approx((1.5 + 3 + 2.5) / 3)  # no score ranks last
+    tie = rank_standings([standing("low", [1.0], -0.5), standing("high", [1.0], 0.5)])
+    assert [s["recipe"] for s in tie] == ["high", "low"]  # equal ranks: the mean human-normalized score decides
+
+
 @pytest.mark.slow
 def test_suite_halving_screens_recipes_on_two_games_and_continues_the_winner(tmp_path):
     """Two recipes on the quick suite's two catch games, two rungs: both train every game to the
