@@ -176,6 +176,9 @@ def test_cpu_profiles_use_bf16_only_where_the_cpu_has_it(bf16):
     forced = cfg.replace(amp=True)
     warned = any("without native bf16" in w for w in validate(forced, machine))
     assert warned is not bf16
+    assert cfg.collectors.act_bf16 is bf16
+    acting = [w for w in validate(cfg.replace(act_bf16=True), machine) if w.startswith("--act-bf16")]
+    assert bool(acting) is not bf16 and all("use --act-bf16 false" in w for w in acting)
 
 
 @pytest.mark.parametrize("speedup, amp", [(0.0, True), (2.5, True), (1.05, False), (0.7, False)])
@@ -187,6 +190,8 @@ def test_cpu_profiles_use_bf16_only_where_it_was_measured_faster(speedup, amp):
     assert cfg.learner.amp is amp
     assert cfg.collectors.act_bf16 is amp  # the collectors' forward passes follow the same measurement
     warned = any("--amp false trains faster" in w for w in validate(cfg.replace(amp=True), machine))
+    assert warned is not amp
+    warned = any("--act-bf16 false likely acts faster" in w for w in validate(cfg.replace(act_bf16=True), machine))
     assert warned is not amp
 
 

@@ -149,6 +149,12 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     elif lrn.amp and device == "cpu" and not hw.bf16_pays:
         warnings.append(f"--amp on this CPU: a bf16 learner step measured {hw.cpu_bf16_speedup:.2f}x the speed of "
                         "fp32 here; --amp false trains faster")
+    if col.act_bf16 and not hw.cpu_bf16:  # collectors act on the CPU, whatever the learner's device
+        warnings.append("--act-bf16 on a CPU without native bf16 (no AVX-512 BF16 or AMX): the collectors' bf16 "
+                        "convolutions are emulated and act several times slower than fp32; use --act-bf16 false")
+    elif col.act_bf16 and not hw.bf16_pays:
+        warnings.append(f"--act-bf16 on this CPU: a bf16 learner step measured {hw.cpu_bf16_speedup:.2f}x the speed "
+                        "of fp32 here; --act-bf16 false likely acts faster")
     if lrn.model_arch in BATCHNORM_MODELS and lrn.batch_size < 16:
         warnings.append(f"batch_size {lrn.batch_size} < 16: BatchNorm statistics over so few samples are noisy")
     if col.num_collectors > max(1, hw.cores - 1):
