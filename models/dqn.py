@@ -88,10 +88,13 @@ class _PixelDQN(nn.Module):
         self.head = _QHead(_feature_size(features, in_channels, frame_size), n_actions, hidden, dueling,
                            max(1, quantiles))
 
-    def atoms(self, obs: torch.Tensor) -> torch.Tensor:
+    @staticmethod
+    def _scaled(obs: torch.Tensor) -> torch.Tensor:
         # uint8 in, scaled here: one fused multiply, and under autocast the convs run in bf16/fp16.
-        x = obs.float().mul_(1.0 / 255.0) if obs.dtype == torch.uint8 else obs
-        x = self.features(x)
+        return obs.float().mul_(1.0 / 255.0) if obs.dtype == torch.uint8 else obs
+
+    def atoms(self, obs: torch.Tensor) -> torch.Tensor:
+        x = self.features(self._scaled(obs))
         return self.head(torch.flatten(x, 1))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
@@ -104,7 +107,7 @@ class _PixelDQN(nn.Module):
         fifth of the forward's work, the convs the rest. Feed it channels_last frames (oneDNN's
         bf16 convs run fastest on NHWC)."""
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            x = self.features(obs.float().mul_(1.0 / 255.0))
+            x = self.features(self._scaled(obs))
         return self.head(torch.flatten(x.float(), 1)).mean(2)
 
 

@@ -124,7 +124,7 @@ class BatchedEnv:
             return parts[0]
         obs, rew, term, trunc = (np.concatenate([p[k] for p in parts]) for k in range(4))
         info = {}
-        for key in ("x_pos", "flag_get"):  # BATCH_INFO, with SyncVectorEnv's "_key" masks
+        for key in BATCH_INFO:  # each with SyncVectorEnv's "_key" mask
             for k in (key, "_" + key):
                 if any(k in p[4] for p in parts):
                     info[k] = np.concatenate([p[4].get(k, np.zeros(len(p[0]), bool if k[0] == "_" else float))
