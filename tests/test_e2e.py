@@ -34,6 +34,10 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     assert "[PROCESSOR] Processed:" in out and "Consolidated Queue:" in out
     assert "[MAIN] Epoch 1 - Loss:" in out and "Epsilon:" in out and "env steps/s" in out
     _check_clean(proc, mark)
+    # the start line names how the collectors step and act, as the run's config.json records them
+    conf = json.loads((run_dir / "config.json").read_text())["config"]
+    threads, precision = re.search(r"envs on (\d+) thread\(s\) \(\w+\), acting in (\w+),", out).groups()
+    assert (int(threads), precision) == (conf["env_threads"], "bf16" if conf["act_bf16"] else "fp32")
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     for key in ("agent_steps", "updates", "wall_s", "loss", "epsilon", "return_mean", "episodes", "buffer", "drops"):
         assert key in rows[-1]
