@@ -143,18 +143,16 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         # over it is a valid choice that simply makes the scale moot
         warnings.append(f"--reward-scale {opts.reward_scale:g} has no effect while --clip-rewards is on (sign() "
                         "comes after any scale); pass --clip-rewards false to learn from scaled rewards")
-    if lrn.amp and device == "cpu" and not hw.cpu_bf16:
-        warnings.append("--amp on a CPU without native bf16 (no AVX-512 BF16 or AMX): bf16 is emulated and "
-                        "each update runs ~10x slower than fp32; use --amp false")
-    elif lrn.amp and device == "cpu" and not hw.bf16_pays:
-        warnings.append(f"--amp on this CPU: a bf16 learner step measured {hw.cpu_bf16_speedup:.2f}x the speed of "
-                        "fp32 here; --amp false trains faster")
-    if col.act_bf16 and not hw.cpu_bf16:  # collectors act on the CPU, whatever the learner's device
-        warnings.append("--act-bf16 on a CPU without native bf16 (no AVX-512 BF16 or AMX): the collectors' bf16 "
-                        "convolutions are emulated and act several times slower than fp32; use --act-bf16 false")
-    elif col.act_bf16 and not hw.bf16_pays:
-        warnings.append(f"--act-bf16 on this CPU: a bf16 learner step measured {hw.cpu_bf16_speedup:.2f}x the speed "
-                        "of fp32 here; --act-bf16 false likely acts faster")
+    # collectors act on the CPU whatever the learner's device; the learner's --amp is bf16 only on a CPU
+    for option, on, slow, fast in (("--amp", lrn.amp and device == "cpu", "each update runs ~10x slower", "trains"),
+                                   ("--act-bf16", col.act_bf16, "the collectors act several times slower",
+                                    "likely acts")):
+        if on and not hw.cpu_bf16:
+            warnings.append(f"{option} on a CPU without native bf16 (no AVX-512 BF16 or AMX): bf16 is emulated and "
+                            f"{slow} than fp32; use {option} false")
+        elif on and not hw.bf16_pays:
+            warnings.append(f"{option} on this CPU: a bf16 learner step measured {hw.cpu_bf16_speedup:.2f}x the speed "
+                            f"of fp32 here; {option} false {fast} faster")
     if lrn.model_arch in BATCHNORM_MODELS and lrn.batch_size < 16:
         warnings.append(f"batch_size {lrn.batch_size} < 16: BatchNorm statistics over so few samples are noisy")
     if col.num_collectors > max(1, hw.cores - 1):
