@@ -8,6 +8,7 @@ this machine's hardware; evaluate a checkpoint; draw a run's learning curve.
     python mario_rl_optimized.py --run-dir runs/pong --env ALE/Pong-v5 --resume
     python mario_rl_optimized.py --env ALE/Pong-v5 --resume latest   # the newest run under runs/
     python mario_rl_optimized.py --eval runs/pong --episodes 10 --video pong.mp4
+    python mario_rl_optimized.py --eval runs/pong --sticky-actions 0   # the same weights without sticky actions
     python mario_rl_optimized.py --plot runs/pong        # writes runs/pong/learning_curve.png
 
 Every option of config_optimized.Config is a flag; ``python config_optimized.py`` shows what the
@@ -23,11 +24,34 @@ from config_optimized import FIELDS, ConfigError, RunConfig
 from pipeline.settings.cli import parse_args  # noqa: F401  (re-exported: mario_rl_optimized.parse_args)
 
 
+# what --eval reads beside its own options; the checkpoint's settings are the rest
+EVAL_FLAGS = ("eval_epsilon", "seed", "sticky_actions", "noop_max")
+
+
+def eval_play_options(args: argparse.Namespace) -> dict:
+    """The play options (``PLAY_OPTIONS``) given with --eval; any other training option is
+    refused, since the games are played with the settings the checkpoint was trained with."""
+    from pipeline.evaluation.evaluate import PLAY_OPTIONS
+
+    ignored = [name for name in ["config", *FIELDS] if name not in EVAL_FLAGS and getattr(args, name, None) is not None]
+    if ignored:
+        flags = ", ".join("--" + n.replace("_", "-") for n in ignored)
+        raise ConfigError(f"{flags}: --eval plays with the settings the checkpoint was trained with; of the training "
+                          f"options it takes only {', '.join('--' + n.replace('_', '-') for n in EVAL_FLAGS)}")
+    play = {name: getattr(args, name) for name in PLAY_OPTIONS if getattr(args, name) is not None}
+    if "sticky_actions" in play and not (play["sticky_actions"] == -1 or 0 <= play["sticky_actions"] < 1):
+        raise ConfigError(f"--sticky-actions {play['sticky_actions']}: must be -1 (the env id's default) or in [0, 1)")
+    if "noop_max" in play and play["noop_max"] < 0:
+        raise ConfigError(f"--noop-max {play['noop_max']}: must be 0 (no no-op starts) or more")
+    return play
+
+
 def run_eval(args: argparse.Namespace) -> int:
     from pipeline.evaluation.evaluate import eval_lock, evaluate
     from pipeline.records.files import EVAL_NAME
     from pipeline.records.hub import HF_PREFIX, fetch
 
+    play = eval_play_options(args)
     if args.episodes <= 0:
         raise ConfigError(f"--episodes {args.episodes}: must be a positive integer")
     if args.eval_epsilon is None:
@@ -48,7 +72,7 @@ def run_eval(args: argparse.Namespace) -> int:
     with eval_lock(folder):  # one --eval at a time writes a folder's eval.json
         # a corrupt or foreign checkpoint fails inside, with the file named, before any env starts
         res = evaluate(source, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,
-                       epsilon=args.eval_epsilon)
+                       epsilon=args.eval_epsilon, play=play)
         print(res.summary(), flush=True)
         out = res.write(folder / EVAL_NAME)
     print(f"[EVAL] results: {out}", flush=True)

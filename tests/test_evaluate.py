@@ -58,3 +58,80 @@ def test_a_game_past_the_step_limit_is_scored_where_it_stands_and_its_env_plays_
     rollout.env.close()
     assert [(g.ret, g.length) for g in games] == [(0.0, 3)] * 2  # each env cut once, then retired
     assert len(seen) == 3  # no step after both envs retired
+
+
+def _run_folder(tmp_path, env: str, n_actions: int):
+    """A run folder as training leaves it (config.json and a checkpoint of a fresh network)."""
+    import json
+
+    from config_optimized import Config
+    from models import build_model
+
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = Config.of(env=env, model_arch="nature", seed=3)
+    model = build_model("nature", cfg.env_options.frame_stack, n_actions, False)
+    torch.save({"meta": {"env": env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
+                         "model_arch": "nature", "dueling": False, "version": 1},
+                "config": cfg.flat(), "learner": {"model": model.state_dict()}}, run / "checkpoint.pt")
+    (run / "config.json").write_text(json.dumps({"config": cfg.flat(), "git_commit": "abc"}))
+    return run
+
+
+def test_eval_refuses_the_training_options_it_would_ignore(capsys):
+    """--eval plays with the checkpoint's settings: an option it would not use is an error that
+    names it and what --eval takes, before anything is read."""
+    from mario_rl_optimized import main
+
+    assert main(["--eval", "runs/none", "--lr", "0.001", "--frame-skip", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--frame-skip, --lr: --eval plays with the settings the checkpoint was trained with" in err
+    assert "--sticky-actions" in err and "--noop-max" in err
+    assert main(["--eval", "runs/none", "--sticky-actions", "1"]) == 2
+    assert "--sticky-actions 1.0: must be -1" in capsys.readouterr().err
+    assert main(["--eval", "runs/none", "--noop-max", "-1"]) == 2
+    assert "--noop-max -1: must be 0" in capsys.readouterr().err
+
+
+def test_eval_plays_with_the_sticky_actions_and_noop_starts_it_is_given(tmp_path, monkeypatch):
+    """The same Pong weights played as trained (ALE v5: sticky actions 0.25, 0-30 no-op starts)
+    and with neither: the envs are built with what was asked, and eval.json names it."""
+    import json
+
+    import wrappers
+    from mario_rl_optimized import main
+
+    built = []
+
+    class Recorded(wrappers.BatchedEnv):  # the real env batch, its options noted
+        def __init__(self, env_id, opts, *args, **kwargs):
+            built.append(opts)
+            super().__init__(env_id, opts, *args, **kwargs)
+
+    monkeypatch.setattr(wrappers, "BatchedEnv", Recorded)
+    run = _run_folder(tmp_path, "ALE/Pong-v5", 6)
+    assert main(["--eval", str(run), "--episodes", "2"]) == 0
+    trained = json.loads((run / "eval.json").read_text())
+    assert (trained["sticky_actions"], trained["noop_max"]) == (0.25, 30)
+    assert (built[-1].sticky_actions, built[-1].noop_max) == (-1.0, 30)  # -1: the env id's own, 0.25 for v5
+    assert main(["--eval", str(run), "--episodes", "2", "--sticky-actions", "0", "--noop-max", "0"]) == 0
+    plain = json.loads((run / "eval.json").read_text())
+    assert (plain["sticky_actions"], plain["noop_max"]) == (0.0, 0) == (built[-1].sticky_actions, built[-1].noop_max)
+    assert len(plain["returns"]) == 2 and not built[-1].episodic_life  # whole games, as every --eval plays
+
+
+def test_a_game_without_sticky_actions_refuses_them_at_eval(tmp_path, capsys):
+    from mario_rl_optimized import main
+
+    run = _run_folder(tmp_path, CATCH, 3)
+    assert main(["--eval", str(run), "--episodes", "1", "--sticky-actions", "0.25"]) == 2
+    assert "has no sticky actions or no-op starts to change; --sticky-actions applies to ALE" in capsys.readouterr().err
+    assert not (run / "eval.json").exists()
+    assert main(["--eval", str(run), "--episodes", "1"]) == 0
+    assert json_field(run / "eval.json", "sticky_actions") is None
+
+
+def json_field(path, key):
+    import json
+
+    return json.loads(path.read_text())[key]

@@ -17,6 +17,11 @@ from ..records import checkpoint as ckpt
 from ..settings.layers import trained_config
 from ..transition import EP_END, FLAG_GET, LAST, TERM, TRUNC
 
+# How the games are played, which an evaluation may change from what the run trained with (as
+# Machado et al. 2018 evaluate agents with and without sticky actions); every other setting is
+# the checkpoint's own.
+PLAY_OPTIONS = ("sticky_actions", "noop_max")
+
 
 @dataclasses.dataclass
 class EvalResult:
@@ -29,6 +34,8 @@ class EvalResult:
     checkpoint: str = ""
     action_digests: list[str] = dataclasses.field(default_factory=list)  # one per episode
     weights_sha256: str = ""  # the checkpoint file played: eval.json is of exactly these weights
+    sticky_actions: float | None = None  # the games' sticky-action probability (None: the env has none)
+    noop_max: int | None = None  # up to this many no-op steps began each game (None: the env has none)
 
     @property
     def identical(self) -> bool:
@@ -58,6 +65,8 @@ class EvalResult:
             s += (f", distance mean {statistics.fmean(self.distances):.0f}, best {max(self.distances):.0f}, "
                   f"flag reached {sum(self.flags)}/{n}")
         s += f", epsilon {self.epsilon:g}"
+        if self.sticky_actions is not None:
+            s += f", sticky actions {self.sticky_actions:g}, no-op starts 0-{self.noop_max}"
         if self.identical:
             s += (f"\n[EVAL] Warning: all {n} episodes were the same game (a greedy policy on a deterministic "
                   "game); --eval-epsilon 0.05, as CleanRL evaluates, plays different ones, and so do the "
@@ -178,11 +187,39 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
     return [g for env_games in played for g in env_games]
 
 
+def played_options(env_id: str, trained, play: dict | None):
+    """The EnvOptions the games are played with: the run's, as whole games with raw rewards, and
+    ``play`` (fields of ``PLAY_OPTIONS``) in place of the run's own."""
+    from config_optimized import ConfigError
+    from wrappers.registry import is_module_env_id
+
+    play = play or {}
+    unknown = set(play) - set(PLAY_OPTIONS)
+    if unknown:
+        raise ValueError(f"not a play option: {sorted(unknown)}; these are: {PLAY_OPTIONS}")
+    if play and is_module_env_id(env_id):
+        raise ConfigError(f"{env_id} has no sticky actions or no-op starts to change; "
+                          f"--{' --'.join(k.replace('_', '-') for k in play)} applies to ALE and Mario games")
+    return dataclasses.replace(trained, episodic_life=False, clip_rewards=False, **play)
+
+
+def played_sticky(env_id: str, opts) -> float | None:
+    """The sticky-action probability the games are played with (-1 resolved to the env id's own)."""
+    from wrappers.registry import ale_default_sticky, is_mario, is_module_env_id
+
+    if is_module_env_id(env_id):
+        return None
+    if opts.sticky_actions >= 0:
+        return opts.sticky_actions
+    return 0.0 if is_mario(env_id) else ale_default_sticky(env_id)
+
+
 def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
-             epsilon: float = 0.0, max_steps: int = 27_000, log=print) -> EvalResult:
+             epsilon: float = 0.0, max_steps: int = 27_000, log=print, play: dict | None = None) -> EvalResult:
     """Play ``episodes`` whole games (no life-loss episodes, raw rewards) with the checkpoint's
     weights, acting as the collectors do, in a batch of up to ``EVAL_ENVS`` envs built as
-    training builds them; ``video``: an MP4 of env 0's first game."""
+    training builds them, but for ``play`` (``PLAY_OPTIONS``: e.g. ``{"sticky_actions": 0.0}``);
+    ``video``: an MP4 of env 0's first game."""
     from wrappers import BatchedEnv
     from wrappers.registry import is_mario, is_module_env_id
 
@@ -196,7 +233,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     # played as the run trained: what a record from before a setting existed leaves out is filled in
     cfg = trained_config(state, ckpt.checkpoint_file(checkpoint).parent)
     meta = state["meta"]
-    opts = dataclasses.replace(cfg.env_options, episodic_life=False, clip_rewards=False)
+    opts = played_options(cfg.env, cfg.env_options, play)
     # a video needs frames to render: the envs then step through gymnasium's Python wrappers
     env = BatchedEnv(cfg.env, opts, min(episodes, EVAL_ENVS), native=video is None,
                      render_mode="rgb_array" if video else None)
@@ -211,7 +248,9 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
     fps = (env.render_fps() or 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
-    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint), weights_sha256=digest)
+    sticky = played_sticky(cfg.env, opts)
+    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint), weights_sha256=digest,
+                     sticky_actions=sticky, noop_max=None if sticky is None else opts.noop_max)
     try:
         rollout = Rollout(env, model, meta["frame_stack"], False, seed)
         filming = recorder is not None
