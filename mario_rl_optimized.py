@@ -32,6 +32,7 @@ def eval_play_options(args: argparse.Namespace) -> dict:
     """The play options (``PLAY_OPTIONS``) given with --eval; any other training option is
     refused, since the games are played with the settings the checkpoint was trained with."""
     from pipeline.evaluation.evaluate import PLAY_OPTIONS
+    from pipeline.settings.check import check_play_options
 
     ignored = [name for name in ["config", *FIELDS] if name not in EVAL_FLAGS and getattr(args, name, None) is not None]
     if ignored:
@@ -39,10 +40,7 @@ def eval_play_options(args: argparse.Namespace) -> dict:
         raise ConfigError(f"{flags}: --eval plays with the settings the checkpoint was trained with; of the training "
                           f"options it takes only {', '.join('--' + n.replace('_', '-') for n in EVAL_FLAGS)}")
     play = {name: getattr(args, name) for name in PLAY_OPTIONS if getattr(args, name) is not None}
-    if "sticky_actions" in play and not (play["sticky_actions"] == -1 or 0 <= play["sticky_actions"] < 1):
-        raise ConfigError(f"--sticky-actions {play['sticky_actions']}: must be -1 (the env id's default) or in [0, 1)")
-    if "noop_max" in play and play["noop_max"] < 0:
-        raise ConfigError(f"--noop-max {play['noop_max']}: must be 0 (no no-op starts) or more")
+    check_play_options(play.get("sticky_actions", -1.0), play.get("noop_max", 0))
     return play
 
 

@@ -6,6 +6,7 @@ import torch
 
 from pipeline.evaluation.evaluate import env_quotas, play_games
 from pipeline.rollout import Rollout
+from tests.run_folders import make_run
 from wrappers import BatchedEnv
 from wrappers.options import EnvOptions
 
@@ -60,24 +61,6 @@ def test_a_game_past_the_step_limit_is_scored_where_it_stands_and_its_env_plays_
     assert len(seen) == 3  # no step after both envs retired
 
 
-def _run_folder(tmp_path, env: str, n_actions: int):
-    """A run folder as training leaves it (config.json and a checkpoint of a fresh network)."""
-    import json
-
-    from config_optimized import Config
-    from models import build_model
-
-    run = tmp_path / "run"
-    run.mkdir()
-    cfg = Config.of(env=env, model_arch="nature", seed=3)
-    model = build_model("nature", cfg.env_options.frame_stack, n_actions, False)
-    torch.save({"meta": {"env": env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
-                         "model_arch": "nature", "dueling": False, "version": 1},
-                "config": cfg.flat(), "learner": {"model": model.state_dict()}}, run / "checkpoint.pt")
-    (run / "config.json").write_text(json.dumps({"config": cfg.flat(), "git_commit": "abc"}))
-    return run
-
-
 def test_eval_refuses_the_training_options_it_would_ignore(capsys):
     """--eval plays with the checkpoint's settings: an option it would not use is an error that
     names it and what --eval takes, before anything is read."""
@@ -109,7 +92,7 @@ def test_eval_plays_with_the_sticky_actions_and_noop_starts_it_is_given(tmp_path
             super().__init__(env_id, opts, *args, **kwargs)
 
     monkeypatch.setattr(wrappers, "BatchedEnv", Recorded)
-    run = _run_folder(tmp_path, "ALE/Pong-v5", 6)
+    run = make_run(tmp_path, "ALE/Pong-v5", 6)
     assert main(["--eval", str(run), "--episodes", "2"]) == 0
     trained = json.loads((run / "eval.json").read_text())
     assert (trained["sticky_actions"], trained["noop_max"]) == (0.25, 30)
@@ -121,17 +104,13 @@ def test_eval_plays_with_the_sticky_actions_and_noop_starts_it_is_given(tmp_path
 
 
 def test_a_game_without_sticky_actions_refuses_them_at_eval(tmp_path, capsys):
+    import json
+
     from mario_rl_optimized import main
 
-    run = _run_folder(tmp_path, CATCH, 3)
+    run = make_run(tmp_path)
     assert main(["--eval", str(run), "--episodes", "1", "--sticky-actions", "0.25"]) == 2
     assert "has no sticky actions or no-op starts to change; --sticky-actions applies to ALE" in capsys.readouterr().err
     assert not (run / "eval.json").exists()
     assert main(["--eval", str(run), "--episodes", "1"]) == 0
-    assert json_field(run / "eval.json", "sticky_actions") is None
-
-
-def json_field(path, key):
-    import json
-
-    return json.loads(path.read_text())[key]
+    assert json.loads((run / "eval.json").read_text())["sticky_actions"] is None

@@ -10,27 +10,8 @@ import torch
 
 from config_optimized import Config
 from mario_rl_optimized import main
-from models import build_model
 from pipeline.records.hub import HubError, fetch, model_card, package_run, push
-
-CATCH = "tests.catch_env:Catch-v0"
-
-
-def make_run(tmp_path: Path) -> Path:
-    """A run folder as training leaves it: config.json, a checkpoint --eval can play, a curve."""
-    run = tmp_path / "run"
-    run.mkdir()
-    cfg = Config.of(env=CATCH, model_arch="nature", seed=3)
-    model = build_model("nature", cfg.env_options.frame_stack, 3, False)
-    state = {"meta": {"env": CATCH, "n_actions": 3, "frame_stack": cfg.env_options.frame_stack, "model_arch": "nature",
-                      "dueling": False, "version": 1},
-             "config": cfg.flat(), "learner": {"model": model.state_dict()}}
-    torch.save(state, run / "checkpoint.pt")
-    (run / "config.json").write_text(json.dumps({"config": cfg.flat(), "profile": "cpu-small",
-                                                 "hardware_summary": "CPU: test, 2 cores", "git_commit": "abc"}))
-    (run / "learning_curve.png").write_bytes(b"\x89PNG fake")
-    return run
-
+from tests.run_folders import CATCH, make_run
 
 EVALUATION = {"returns": [1.0, -1.0, 1.0, 1.0], "lengths": [9, 9, 9, 9], "distances": [], "flags": [], "epsilon": 0.05}
 

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from .options import EnvOptions
-from .registry import ale_default_sticky, check_env_id
+from .registry import check_env_id, sticky_probability
 
 
 class EpisodicLife(gym.Wrapper):
@@ -71,7 +71,7 @@ def make_atari_env(env_id: str, opts: EnvOptions, render_mode: str | None = None
 
     gym.register_envs(ale_py)
     check_env_id(env_id)
-    sticky = ale_default_sticky(env_id) if opts.sticky_actions < 0 else opts.sticky_actions
+    sticky = sticky_probability(env_id, opts.sticky_actions)
     # With max_pool the skipping happens in AtariPreprocessing (which max-pools the last two
     # frames); without it the emulator skips by itself, the cheaper plain skip.
     env = gym.make(env_id, frameskip=1 if opts.max_pool else opts.frame_skip,

@@ -24,7 +24,7 @@ import numpy as np
 from .factory import make_single_frame_env
 from .mario import lean_info
 from .options import EnvOptions
-from .registry import ale_default_sticky, ale_game, is_mario, is_module_env_id
+from .registry import ale_game, is_mario, is_module_env_id, sticky_probability
 
 
 @dataclass
@@ -92,7 +92,7 @@ class BatchedEnv:
         else:
             from ale_py.vector_env import AtariVectorEnv
 
-            sticky = ale_default_sticky(env_id) if opts.sticky_actions < 0 else opts.sticky_actions
+            sticky = sticky_probability(env_id, opts.sticky_actions)
             self.env = AtariVectorEnv(
                 ale_game(env_id), num_envs, num_threads=num_threads, stack_num=1,
                 frameskip=opts.frame_skip, maxpool=opts.max_pool, noop_max=opts.noop_max,

@@ -76,3 +76,11 @@ def ale_game(env_id: str) -> str:
 
 def ale_default_sticky(env_id: str) -> float:
     return float(gym.spec(check_env_id(env_id)).kwargs.get("repeat_action_probability", 0.0))
+
+
+def sticky_probability(env_id: str, requested: float) -> float:
+    """The sticky-action probability an ALE or Mario id plays with: ``requested``, or for -1 the
+    id's own (ALE v5 0.25, v4 and NoFrameskip 0; Mario 0)."""
+    if requested >= 0:
+        return requested
+    return 0.0 if is_mario(env_id) else ale_default_sticky(env_id)

@@ -205,13 +205,9 @@ def played_options(env_id: str, trained, play: dict | None):
 
 def played_sticky(env_id: str, opts) -> float | None:
     """The sticky-action probability the games are played with (-1 resolved to the env id's own)."""
-    from wrappers.registry import ale_default_sticky, is_mario, is_module_env_id
+    from wrappers.registry import is_module_env_id, sticky_probability
 
-    if is_module_env_id(env_id):
-        return None
-    if opts.sticky_actions >= 0:
-        return opts.sticky_actions
-    return 0.0 if is_mario(env_id) else ale_default_sticky(env_id)
+    return None if is_module_env_id(env_id) else sticky_probability(env_id, opts.sticky_actions)
 
 
 def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,

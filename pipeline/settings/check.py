@@ -27,6 +27,15 @@ def check_choices(cfg: Config) -> None:
             raise ConfigError(f"--{name.replace('_', '-')} {cfg.get(name)!r}: choose {listed}")
 
 
+def check_play_options(sticky_actions: float, noop_max: int) -> None:
+    """How the games are played, checked alike for training and for --eval's own choice of them."""
+    if not (sticky_actions == -1.0 or 0 <= sticky_actions < 1):
+        raise ConfigError(f"--sticky-actions {sticky_actions!r}: must be -1 (env default) or in [0, 1): at 1 the "
+                          "first action would repeat forever")
+    if noop_max < 0:
+        raise ConfigError(f"--noop-max {noop_max!r}: must be 0 or more")
+
+
 def validate(cfg: Config, hw: Hardware) -> list[str]:
     """Raise ConfigError for the first impossible setting; return warnings for dubious ones."""
     from wrappers.registry import UnknownEnvError, check_env_id, is_mario
@@ -52,7 +61,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     for name in positive:
         if cfg.get(name) <= 0:
             bad(name, "must be a positive integer")
-    for name in ["noop_max", "learning_starts", "max_collector_restarts", "eps_decay_steps", "learner_threads",
+    check_play_options(opts.sticky_actions, opts.noop_max)
+    for name in ["learning_starts", "max_collector_restarts", "eps_decay_steps", "learner_threads",
                  "eval_interval", "num_collectors", "ray_collectors"]:
         if cfg.get(name) < 0:
             bad(name, "must be 0 or more")
@@ -95,8 +105,6 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("eps_start" if not 0 <= col.eps_start <= 1 else "eps_end", "must be in [0, 1]")
     if lrn.lr <= 0:
         bad("lr", "must be positive")
-    if not (opts.sticky_actions == -1.0 or 0 <= opts.sticky_actions < 1):
-        bad("sticky_actions", "must be -1 (env default) or in [0, 1): at 1 the first action would repeat forever")
     if lrn.model_arch in BATCHNORM_MODELS and lrn.batch_size < 2:
         bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
     if lrn.batch_size > rep.buffer_size:
