@@ -24,24 +24,63 @@ from config_optimized import FIELDS, ConfigError, RunConfig
 from pipeline.settings.cli import parse_args  # noqa: F401  (re-exported: mario_rl_optimized.parse_args)
 
 
-# what --eval reads beside its own options; the checkpoint's settings are the rest
-EVAL_FLAGS = ("eval_epsilon", "seed", "sticky_actions", "noop_max")
+# The training options each mode that does not train reads; it refuses the rest, which it would
+# otherwise ignore without a word (the checkpoint's own settings are what it plays with).
+MODE_FLAGS = {"eval": ("eval_epsilon", "seed", "sticky_actions", "noop_max"),
+              "push_to_hub": ("run_dir", "eval_epsilon"),
+              "plot": ()}
+MODE_WHY = {"eval": "plays with the settings the checkpoint was trained with",
+            "push_to_hub": "shares the run as it was trained (and evaluates it with its own settings)",
+            "plot": "draws the curve of a run as it was trained"}
+
+
+def _flags(names) -> str:
+    return ", ".join("--" + n.replace("_", "-") for n in names)
+
+
+def check_mode(args: argparse.Namespace) -> str | None:
+    """The mode the command line asks for instead of training (``eval``, ``push_to_hub``, ``plot``,
+    or None: train), after refusing what that mode would silently drop: a second mode, a training
+    option it does not read, and --video or --private outside the mode they belong to."""
+    modes = [m for m in ("eval", "push_to_hub", "plot") if getattr(args, m)]
+    if len(modes) > 1:
+        raise ConfigError(f"{_flags(modes)}: give one of them (each is a command of its own)")
+    mode = modes[0] if modes else None
+    if args.video and mode != "eval":
+        raise ConfigError("--video records an episode played by --eval; add --eval RUN_DIR, or drop --video")
+    if args.private and mode != "push_to_hub":
+        raise ConfigError("--private is for --push-to-hub REPO; add it, or drop --private")
+    if mode is None:
+        return None
+    takes = MODE_FLAGS[mode]
+    ignored = [name for name in ["config", *FIELDS] if name not in takes and getattr(args, name, None) is not None]
+    if ignored:
+        what = f"of the training options it takes only {_flags(takes)}" if takes else "it takes no training option"
+        raise ConfigError(f"{_flags(ignored)}: --{mode.replace('_', '-')} {MODE_WHY[mode]}; {what}")
+    return mode
 
 
 def eval_play_options(args: argparse.Namespace) -> dict:
-    """The play options (``PLAY_OPTIONS``) given with --eval; any other training option is
-    refused, since the games are played with the settings the checkpoint was trained with."""
+    """The play options (``PLAY_OPTIONS``) given with --eval, checked as training checks them."""
     from pipeline.evaluation.evaluate import PLAY_OPTIONS
     from pipeline.settings.check import check_play_options
 
-    ignored = [name for name in ["config", *FIELDS] if name not in EVAL_FLAGS and getattr(args, name, None) is not None]
-    if ignored:
-        flags = ", ".join("--" + n.replace("_", "-") for n in ignored)
-        raise ConfigError(f"{flags}: --eval plays with the settings the checkpoint was trained with; of the training "
-                          f"options it takes only {', '.join('--' + n.replace('_', '-') for n in EVAL_FLAGS)}")
     play = {name: getattr(args, name) for name in PLAY_OPTIONS if getattr(args, name) is not None}
     check_play_options(play.get("sticky_actions", -1.0), play.get("noop_max", 0))
     return play
+
+
+def check_eval_epsilon(args: argparse.Namespace) -> float:
+    """--eval-epsilon, or the config's default where not given; refused outside [0, 1]."""
+    epsilon = RunConfig.eval_epsilon if args.eval_epsilon is None else args.eval_epsilon
+    if not 0 <= epsilon <= 1:
+        raise ConfigError(f"--eval-epsilon {epsilon}: must be in [0, 1]")
+    return epsilon
+
+
+def check_episodes(args: argparse.Namespace) -> None:
+    if args.episodes <= 0:
+        raise ConfigError(f"--episodes {args.episodes}: must be a positive integer")
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -50,12 +89,8 @@ def run_eval(args: argparse.Namespace) -> int:
     from pipeline.records.hub import HF_PREFIX, fetch
 
     play = eval_play_options(args)
-    if args.episodes <= 0:
-        raise ConfigError(f"--episodes {args.episodes}: must be a positive integer")
-    if args.eval_epsilon is None:
-        args.eval_epsilon = RunConfig.eval_epsilon
-    if not 0 <= args.eval_epsilon <= 1:
-        raise ConfigError(f"--eval-epsilon {args.eval_epsilon}: must be in [0, 1]")
+    check_episodes(args)
+    epsilon = check_eval_epsilon(args)
     if args.video and Path(args.video).suffix.lower() != ".mp4":
         raise ConfigError(f"--video {args.video!r}: give a path ending in .mp4")
     source, results_dir = args.eval, None
@@ -70,7 +105,7 @@ def run_eval(args: argparse.Namespace) -> int:
     with eval_lock(folder):  # one --eval at a time writes a folder's eval.json
         # a corrupt or foreign checkpoint fails inside, with the file named, before any env starts
         res = evaluate(source, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,
-                       epsilon=args.eval_epsilon, play=play)
+                       epsilon=epsilon, play=play)
         print(res.summary(), flush=True)
         out = res.write(folder / EVAL_NAME)
     print(f"[EVAL] results: {out}", flush=True)
@@ -89,6 +124,8 @@ def run_push(args: argparse.Namespace) -> int:
     from pipeline.records.run_folder import RUNS_ROOT, latest_run
 
     check_repo_id(args.push_to_hub)
+    check_episodes(args)
+    epsilon = check_eval_epsilon(args)
     run_dir = Path(args.run_dir) if args.run_dir else latest_run(RUNS_ROOT)
     if not (run_dir / CHECKPOINT_NAME).is_file():
         raise ConfigError(f"--push-to-hub: {run_dir} holds no run (no {CHECKPOINT_NAME}); pass --run-dir runs/NAME")
@@ -98,7 +135,6 @@ def run_push(args: argparse.Namespace) -> int:
         if evaluation is not None:  # eval.json is of these weights
             video = None
         else:  # no evaluation, or training went on since: evaluate the run's best weights now
-            epsilon = RunConfig.eval_epsilon if args.eval_epsilon is None else args.eval_epsilon
             with eval_lock(run_dir):
                 res = evaluate(weights_to_share(run_dir), args.episodes, video, epsilon=epsilon)
                 print(res.summary(), flush=True)
@@ -135,7 +171,8 @@ def main(argv=None) -> int:
 
     args = parse_args(argv)
     try:
-        if args.plot:
+        mode = check_mode(args)
+        if mode == "plot":
             from pipeline.records.curves import plot_learning_curve
 
             try:
@@ -143,9 +180,9 @@ def main(argv=None) -> int:
             except FileNotFoundError as e:
                 raise ConfigError(f"--plot {args.plot!r}: {e}") from None
             return 0
-        if args.eval:
+        if mode == "eval":
             return run_eval(args)
-        if args.push_to_hub:
+        if mode == "push_to_hub":
             return run_push(args)
         from pipeline.run import prepare_run
 

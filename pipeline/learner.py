@@ -317,8 +317,11 @@ class Learner:
         self.model.load_state_dict(state["model"])
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
-        for group in self.optimizer.param_groups:  # a checkpoint's own flag (older runs: unfused) yields to ours
-            group["fused"] = self.fused or None
+        # Adam's restored param groups carry the checkpoint's settings; the run's own win, so a resume
+        # with --lr or --adam-eps (which the run log names as a change) trains with what it names.
+        # The checkpoint's fused flag (older runs: unfused) yields to ours as well.
+        for group in self.optimizer.param_groups:
+            group.update(lr=self.cfg.lr, eps=self.cfg.adam_eps, fused=self.fused or None)
         # A run without fp16 (CPU bf16, fp32) saved a disabled scaler's {}: an fp16 run resumed from
         # it (a CPU run moved to CUDA) starts its scaler at the initial scale, as a new run does.
         if state["scaler"] or not self.scaler.is_enabled():

@@ -76,6 +76,28 @@ def test_eval_refuses_the_training_options_it_would_ignore(capsys):
     assert "--noop-max -1: must be 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["--push-to-hub", "a/b", "--lr", "0.001"], "--lr: --push-to-hub shares the run as it was trained"),
+    (["--push-to-hub", "a/b", "--eval-epsilon", "2"], "--eval-epsilon 2.0: must be in [0, 1]"),
+    (["--push-to-hub", "a/b", "--episodes", "0"], "--episodes 0: must be a positive integer"),
+    (["--plot", "runs/none", "--env", "ALE/Pong-v5"], "--env: --plot draws the curve of a run as it was trained; "
+                                                       "it takes no training option"),
+    (["--eval", "runs/none", "--plot", "runs/none"], "--eval, --plot: give one of them"),
+    (["--env", "ALE/Pong-v5", "--video", "a.mp4"], "--video records an episode played by --eval"),
+    (["--eval", "runs/none", "--private"], "--private is for --push-to-hub REPO"),
+])
+def test_the_modes_that_do_not_train_refuse_what_they_would_drop(argv, message, capsys, tmp_path, monkeypatch):
+    """--push-to-hub, --plot and --eval each read a few options; any other (a training option, a
+    second mode, --video or --private outside their mode) is one error line naming it, exit 2,
+    before anything is read or written."""
+    from mario_rl_optimized import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_eval_plays_with_the_sticky_actions_and_noop_starts_it_is_given(tmp_path, monkeypatch):
     """The same Pong weights played as trained (ALE v5: sticky actions 0.25, 0-30 no-op starts)
     and with neither: the envs are built with what was asked, and eval.json names it."""

@@ -79,6 +79,36 @@ def test_a_cpu_bf16_run_resumes_with_fp16_and_a_fresh_scaler(tmp_path):
     assert moved.scaler.state_dict()["scale"] > 0  # and the fp16 run's own checkpoints carry its scaler
 
 
+def test_a_resume_with_another_learning_rate_trains_with_it(tmp_path):
+    """--lr and --adam-eps given with --resume are logged as changes; Adam's restored param groups
+    (which carry the checkpoint's values) must take them too, or the change is only a log line.
+    Adam's moments and step count come from the checkpoint."""
+    run_dir = tmp_path / "run"
+    first = Config.of(env=CATCH, run_dir=str(run_dir), amp=False, lr=1e-4, adam_eps=1.5e-4, save_replay=False)
+    trained = _learner(first)
+    trained.update([trained.to_device(_batch(4))])
+    _save_run(run_dir, first, trained, agent_steps=1000)
+
+    lower = first.replace(lr=2.5e-5, adam_eps=3.125e-4)
+    resumed = _learner(lower)
+    resume(run_dir, lower, N_ACTIONS, resumed, Replay.of(400, 1, 4), Log())
+    assert [(g["lr"], g["eps"]) for g in resumed.optimizer.param_groups] == [(2.5e-5, 3.125e-4)]
+    saved, loaded = trained.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
+    assert saved.keys() == loaded.keys()
+    for k in saved:
+        assert torch.equal(saved[k]["exp_avg"], loaded[k]["exp_avg"]) and float(loaded[k]["step"]) == 1.0
+
+    before = {k: v.clone() for k, v in resumed.model.state_dict().items()}
+    twin = _learner(first)  # the same weights and Adam state, stepped with the old lr and eps
+    resume(run_dir, first, N_ACTIONS, twin, Replay.of(400, 1, 4), Log())
+    resumed.update([resumed.to_device(_batch(4, seed=1))])
+    twin.update([twin.to_device(_batch(4, seed=1))])
+    name = next(k for k, v in before.items() if v.is_floating_point() and "weight" in k)
+    step_new = (resumed.model.state_dict()[name] - before[name]).abs().max()
+    step_old = (twin.model.state_dict()[name] - before[name]).abs().max()
+    assert 0 < step_new < step_old
+
+
 def test_a_checkpoint_of_another_network_is_a_handled_error(tmp_path):
     """Weights that do not fit the learner: refused by the resume check before anything starts,
     and, should a run get that far, a CheckpointError (one "[MAIN] Error:" line), not a traceback."""
