@@ -24,14 +24,13 @@ from config_optimized import FIELDS, ConfigError, RunConfig
 from pipeline.settings.cli import parse_args  # noqa: F401  (re-exported: mario_rl_optimized.parse_args)
 
 
-# The training options each mode that does not train reads; it refuses the rest, which it would
-# otherwise ignore without a word (the checkpoint's own settings are what it plays with).
-MODE_FLAGS = {"eval": ("eval_epsilon", "seed", "sticky_actions", "noop_max"),
-              "push_to_hub": ("run_dir", "eval_epsilon"),
-              "plot": ()}
-MODE_WHY = {"eval": "plays with the settings the checkpoint was trained with",
-            "push_to_hub": "shares the run as it was trained (and evaluates it with its own settings)",
-            "plot": "draws the curve of a run as it was trained"}
+# Each mode that does not train: the training options it reads, and why it reads no other; it
+# refuses the rest, which it would otherwise ignore without a word.
+MODES = {"eval": (("eval_epsilon", "seed", "sticky_actions", "noop_max"),
+                  "plays with the settings the checkpoint was trained with"),
+         "push_to_hub": (("run_dir", "eval_epsilon"),
+                         "shares the run as it was trained (and evaluates it with its own settings)"),
+         "plot": ((), "draws the curve of a run as it was trained")}
 
 
 def _flags(names) -> str:
@@ -42,7 +41,7 @@ def check_mode(args: argparse.Namespace) -> str | None:
     """The mode the command line asks for instead of training (``eval``, ``push_to_hub``, ``plot``,
     or None: train), after refusing what that mode would silently drop: a second mode, a training
     option it does not read, and --video or --private outside the mode they belong to."""
-    modes = [m for m in ("eval", "push_to_hub", "plot") if getattr(args, m)]
+    modes = [m for m in MODES if getattr(args, m)]
     if len(modes) > 1:
         raise ConfigError(f"{_flags(modes)}: give one of them (each is a command of its own)")
     mode = modes[0] if modes else None
@@ -52,11 +51,11 @@ def check_mode(args: argparse.Namespace) -> str | None:
         raise ConfigError("--private is for --push-to-hub REPO; add it, or drop --private")
     if mode is None:
         return None
-    takes = MODE_FLAGS[mode]
+    takes, why = MODES[mode]
     ignored = [name for name in ["config", *FIELDS] if name not in takes and getattr(args, name, None) is not None]
     if ignored:
         what = f"of the training options it takes only {_flags(takes)}" if takes else "it takes no training option"
-        raise ConfigError(f"{_flags(ignored)}: --{mode.replace('_', '-')} {MODE_WHY[mode]}; {what}")
+        raise ConfigError(f"{_flags(ignored)}: {_flags([mode])} {why}; {what}")
     return mode
 
 
@@ -70,11 +69,12 @@ def eval_play_options(args: argparse.Namespace) -> dict:
     return play
 
 
-def check_eval_epsilon(args: argparse.Namespace) -> float:
-    """--eval-epsilon, or the config's default where not given; refused outside [0, 1]."""
+def eval_epsilon(args: argparse.Namespace) -> float:
+    """--eval-epsilon, or the config's default where not given, checked as training checks it."""
+    from pipeline.settings.check import check_eval_epsilon
+
     epsilon = RunConfig.eval_epsilon if args.eval_epsilon is None else args.eval_epsilon
-    if not 0 <= epsilon <= 1:
-        raise ConfigError(f"--eval-epsilon {epsilon}: must be in [0, 1]")
+    check_eval_epsilon(epsilon)
     return epsilon
 
 
@@ -90,7 +90,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
     play = eval_play_options(args)
     check_episodes(args)
-    epsilon = check_eval_epsilon(args)
+    epsilon = eval_epsilon(args)
     if args.video and Path(args.video).suffix.lower() != ".mp4":
         raise ConfigError(f"--video {args.video!r}: give a path ending in .mp4")
     source, results_dir = args.eval, None
@@ -125,7 +125,7 @@ def run_push(args: argparse.Namespace) -> int:
 
     check_repo_id(args.push_to_hub)
     check_episodes(args)
-    epsilon = check_eval_epsilon(args)
+    epsilon = eval_epsilon(args)
     run_dir = Path(args.run_dir) if args.run_dir else latest_run(RUNS_ROOT)
     if not (run_dir / CHECKPOINT_NAME).is_file():
         raise ConfigError(f"--push-to-hub: {run_dir} holds no run (no {CHECKPOINT_NAME}); pass --run-dir runs/NAME")

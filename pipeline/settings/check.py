@@ -36,6 +36,12 @@ def check_play_options(sticky_actions: float, noop_max: int) -> None:
         raise ConfigError(f"--noop-max {noop_max!r}: must be 0 or more")
 
 
+def check_eval_epsilon(eval_epsilon: float) -> None:
+    """The evaluation's random-action probability, checked alike for training and --eval."""
+    if not 0 <= eval_epsilon <= 1:
+        raise ConfigError(f"--eval-epsilon {eval_epsilon!r}: must be in [0, 1]")
+
+
 def validate(cfg: Config, hw: Hardware) -> list[str]:
     """Raise ConfigError for the first impossible setting; return warnings for dubious ones."""
     from wrappers.registry import UnknownEnvError, check_env_id, is_mario
@@ -99,8 +105,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
             bad("track", f"needs the wandb package, which is not installed: {INSTALL}")
     if opts.reward_scale <= 0:
         bad("reward_scale", "must be positive (1 = raw rewards)")
-    if not 0 <= run.eval_epsilon <= 1:
-        bad("eval_epsilon", "must be in [0, 1]")
+    check_eval_epsilon(run.eval_epsilon)
     if not (0 <= col.eps_end <= 1 and 0 <= col.eps_start <= 1):
         bad("eps_start" if not 0 <= col.eps_start <= 1 else "eps_end", "must be in [0, 1]")
     if lrn.lr <= 0:
