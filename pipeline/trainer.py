@@ -63,7 +63,7 @@ class Trainer:
                 window, next_epoch = EpochWindow(p.mark(now)), next_epoch + every_epoch
             due = p.ratio.update_due(steps, self.samples_trained_run)
             if self.settling and not due:
-                self.stop_reason = "total_steps"
+                self.stop("total_steps")
             elif not due or not self.batch_ready(steps):
                 wait(window, 0.001 if not due else 0.005)
             else:
@@ -79,17 +79,23 @@ class Trainer:
         if p.consolidator.error:
             raise RuntimeError("consolidation thread failed") from p.consolidator.error
         if p.take_games():
-            self.stop_reason = "target_score"
+            self.stop("target_score")
         p.evals.poll()
-        if p.evals.finished and run.stop_at_flag:
+        if p.evals.finished and run.stop_at_flag and self.stop_reason is None:
             flags, games = p.evals.last_flags
             self.log(f"[MAIN] Finished: the kept weights reached the flag in {flags} of {games} fresh games "
                      f"(epsilon {run.eval_epsilon:g}); stopping (--stop-at-flag false trains on)")
-            self.stop_reason = "finished"
-        elif p.evals.due(p.agent_steps()) and self.learner.updates:
+            self.stop("finished")
+        elif self.stop_reason is None and p.evals.due(p.agent_steps()) and self.learner.updates:
             p.evals.start(p.save_checkpoint, p.agent_steps())
         if run.time_limit and p.books.wall_s(now) >= run.time_limit * 60:
-            self.stop_reason = "time_limit"
+            self.stop("time_limit")
+
+    def stop(self, reason: str) -> None:
+        """End the loop for ``reason``; the first reason stands (a target reached in the same look
+        as the time limit ran out is a target reached, and the log and result say so)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
 
     def pace(self, steps: int) -> None:
         """Tell the collectors the agent steps and how far ahead of the learner they may play;

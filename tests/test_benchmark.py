@@ -10,6 +10,7 @@ import time
 import cv2
 import pytest
 
+from tests.conftest import CATCH_MINUTES
 from tests.proc_utils import ROOT
 
 pytestmark = pytest.mark.slow
@@ -100,15 +101,15 @@ def test_time_to_score_quick_on_catch_with_baseline(catch_time_to_score):
     assert [m["value"] for m in marks] == [-0.5, 0.0, 0.5, 0.8]
     assert all(m["minutes"] is not None for m in marks)
     assert [m["agent_steps"] for m in marks] == sorted(m["agent_steps"] for m in marks)
-    assert marks[-1]["minutes"] <= 2.5 + 0.2 and marks[-1]["updates"] > 0 and marks[-1]["samples_trained"] > 0
+    assert marks[-1]["minutes"] <= CATCH_MINUTES + 0.2 and marks[-1]["updates"] > 0 and marks[-1]["samples_trained"] > 0
     log = (tmp_path / os.path.basename(pipeline["run_dir"]) / "train.log").read_text()
     assert "Stopped (target_score)" in log and "[MAIN] Score: mean return of the last 20 games reached 0.8" in log
     # the baseline ran its recipe for its own limit and was scored the same way
     assert baseline["settings"]["model_arch"] == "nature" and baseline["settings"]["n_step"] == 1
-    assert data["minutes_limit"] == 2.5 and data["baseline_minutes_limit"] == 0.5
+    assert data["minutes_limit"] == CATCH_MINUTES and data["baseline_minutes_limit"] == 0.5
     assert baseline["settings"]["time_limit"] == 0.5 and baseline["totals_at_last_game"]["wall_s"] <= 0.5 * 60 + 5
     assert baseline["score"]["games"] > 20
-    assert "| run | -0.5 | 0 | 0.5 | 0.8 |" in out.stdout and "limit 2.5 min (0.5 for the baseline)" in out.stdout
+    assert "| run | -0.5 | 0 | 0.5 | 0.8 |" in out.stdout and f"limit {CATCH_MINUTES:g} min (0.5 for the baseline)" in out.stdout
     assert cv2.imread(str(png)) is not None
 
 
