@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from config_optimized import FIELDS, ConfigError, RunConfig
-from pipeline.settings.cli import parse_args  # noqa: F401  (re-exported: mario_rl_optimized.parse_args)
+from pipeline.settings.cli import flag, parse_args  # noqa: F401  (parse_args re-exported: mario_rl_optimized.parse_args)
 
 
 # Each mode that does not train: the training options it reads, and why it reads no other; it
@@ -34,7 +34,7 @@ MODES = {"eval": (("eval_epsilon", "seed", "sticky_actions", "noop_max"),
 
 
 def _flags(names) -> str:
-    return ", ".join("--" + n.replace("_", "-") for n in names)
+    return ", ".join(map(flag, names))
 
 
 def check_mode(args: argparse.Namespace) -> str | None:

@@ -9,6 +9,11 @@ import argparse
 from config_optimized import FIELDS, RENAMED_FIELDS
 
 
+def flag(name: str) -> str:
+    """A Config field's command-line option (``adam_eps`` -> ``--adam-eps``)."""
+    return "--" + name.replace("_", "-")
+
+
 def _parse_bool(text: str) -> bool:
     low = text.lower()
     if low in ("1", "true", "yes", "on"):
@@ -26,9 +31,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
                              "the defaults, the game's preset and the hardware profile, under the flags")
     old_names = {new: old for old, new in RENAMED_FIELDS.items()}
     for name, (_, f) in FIELDS.items():
-        flag = "--" + name.replace("_", "-")
         # a renamed field's old flag stays as an alias (dest is the first long option: the new name)
-        flags = [flag] + (["--" + old_names[name].replace("_", "-")] if name in old_names else [])
+        flags = [flag(name)] + ([flag(old_names[name])] if name in old_names else [])
         default = f.default
         kind = f.metadata.get("type", type(default))
         choices = f.metadata.get("choices")  # shown as the metavar; validation refuses the rest with the fix

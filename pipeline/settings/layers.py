@@ -16,7 +16,7 @@ from presets import family_of, load_preset
 from ..records.files import RECORD_NAME
 from ..records.run_folder import RUNS_ROOT, resume_target
 from .check import validate
-from .cli import add_config_arguments
+from .cli import add_config_arguments, flag
 from .hardware import Hardware, detect_hardware, resolve_device
 
 
@@ -36,10 +36,6 @@ def flatten(data: dict) -> dict:
 RUN_CONTROL = ("resume", "run_dir", "overwrite")
 # What a resumed run cannot change: the checkpoint's network and replay were made for these.
 FIXED_ON_RESUME = ("env", "frame_stack", "model_arch", "dueling", "quantiles", "mario_actions")
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
 
 
 def _typed(name: str, value, where: str):
@@ -83,7 +79,7 @@ def read_config_file(path: str | Path) -> dict:
     for key in data:
         if key in RUN_CONTROL:
             raise ConfigError(f"--config {path}: {key} says where a run writes, not how it trains; give "
-                              f"{_flag(key)} on the command line")
+                              f"{flag(key)} on the command line")
         if key not in names:
             near = difflib.get_close_matches(key, names, n=1)
             raise ConfigError(f"--config {path}: unknown field {key!r}" + (f"; did you mean {near[0]!r}?" if near else
@@ -131,7 +127,7 @@ def as_trained(saved: dict, commit: str | None, env: str) -> tuple[dict, list[st
     defaults = Config()
     for k in missing:
         fills[k] = BEFORE_IT_EXISTED.get(k, defaults.get(k))
-        notes.append(f"{_flag(k)} {fills[k]!r}: the run was recorded before this setting existed and trained as "
+        notes.append(f"{flag(k)} {fills[k]!r}: the run was recorded before this setting existed and trained as "
                      f"{fills[k]!r} does")
     ref, ignored = MARIO_IGNORED_UNTIL
     if is_mario(env) and any(saved.get(k) not in (None, v) for k, v in ignored.items()):
@@ -141,10 +137,10 @@ def as_trained(saved: dict, commit: str | None, env: str) -> tuple[dict, list[st
                 continue
             if before:
                 fills[k] = v
-                notes.append(f"{_flag(k)} {v!r}: the record says {saved[k]!r}, which Mario ignored when the run "
+                notes.append(f"{flag(k)} {v!r}: the record says {saved[k]!r}, which Mario ignored when the run "
                              f"started (commit {(commit or '').split(' ')[0][:10]}, before {ref}); kept as it trained")
             elif before is None:
-                notes.append(f"{_flag(k)} {saved[k]!r}: kept as recorded, but git cannot tell whether the run's commit "
+                notes.append(f"{flag(k)} {saved[k]!r}: kept as recorded, but git cannot tell whether the run's commit "
                              f"predates {ref}, before which Mario ignored it")
     return fills, notes
 
@@ -260,9 +256,9 @@ def resolve_config(args: argparse.Namespace | dict | None = None, hw: Hardware |
         if k == "profile" or new == old:
             continue
         if k in FIXED_ON_RESUME:
-            raise ConfigError(f"{_flag(k)} {new!r}: the run in {resumed_from} was trained with {_flag(k)} {old!r}, which "
-                              f"a resumed run cannot change; drop {_flag(k)}, or start a new run without --resume")
-        changes.append(f"{_flag(k)} {old!r} -> {new!r} ({sources[k]})")
+            raise ConfigError(f"{flag(k)} {new!r}: the run in {resumed_from} was trained with {flag(k)} {old!r}, which "
+                              f"a resumed run cannot change; drop {flag(k)}, or start a new run without --resume")
+        changes.append(f"{flag(k)} {old!r} -> {new!r} ({sources[k]})")
     return Resolved(cfg, hw, name, sources, resumed_from, changes, notes)
 
 
