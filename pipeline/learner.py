@@ -61,6 +61,16 @@ def configure_backends(device: torch.device) -> None:
         torch.backends.cudnn.allow_tf32 = True
 
 
+def lr_schedule(c: LearnerConfig, agent_steps: int) -> float:
+    """--lr until --lr-decay-start agent steps, then a linear fall to --lr-end over --lr-decay-steps
+    (0: --lr for the whole run). Counted in agent steps, as epsilon's decay is, so a run's schedule
+    does not depend on its replay ratio or on how it was split by resumes."""
+    if c.lr_decay_steps <= 0:
+        return c.lr
+    frac = min(1.0, max(0.0, (agent_steps - c.lr_decay_start) / c.lr_decay_steps))
+    return c.lr + frac * (c.lr_end - c.lr)
+
+
 def _pick(atoms: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """[B, n_actions, K] atoms, [B] actions -> the [B, K] atoms of each sample's action."""
     return atoms.gather(1, actions.view(-1, 1, 1).expand(-1, 1, atoms.shape[2])).squeeze(1)
@@ -308,6 +318,15 @@ class Learner:
 
     def sync_target(self) -> None:
         self.target.load_state_dict(self.model.state_dict())
+
+    def set_lr(self, lr: float) -> None:
+        """The learning rate of the next optimizer steps (``lr_schedule``); Adam's moments stay."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    @property
+    def lr(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]
 
     def state_dict(self) -> dict:
         return {"model": self.model.state_dict(), "target": self.target.state_dict(),

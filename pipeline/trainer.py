@@ -13,6 +13,7 @@ import time
 
 from config_optimized import Config
 
+from .learner import lr_schedule
 from .records.epoch_stats import EpochWindow
 from .records.runlog import RunLog
 from .settings.hardware import Hardware
@@ -137,6 +138,8 @@ class Trainer:
             learner.compile_loss()
             self.log(f"[MAIN] Compiling the learner's loss and its backward (torch.compile) at {learner.updates:,} "
                      "updates; the collectors wait for it")
+        if cfg.learner.lr_decay_steps:
+            learner.set_lr(lr_schedule(cfg.learner, steps))
         out = learner.update(batches)
         t2 = time.perf_counter()
         if compiling and learner.compile_error:

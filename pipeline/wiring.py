@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from config_optimized import Config
+from config_optimized import Config, LearnerConfig
 from models.weights import flat_size
 from wrappers import count_actions
 
@@ -200,8 +200,16 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         f"{col.num_collectors} collector(s) x {col.envs_per_collector} envs on {col.env_threads} thread(s) "
         f"({col.start_method}), acting in {'bf16' if col.act_bf16 else 'fp32'}, "
         f"batch {lrn.batch_size} x {lrn.grad_accum_steps}, replay ratio {lrn.replay_ratio:g}, "
-        f"amp {learner.amp_dtype}, compile {lrn.compile}, learner threads {threads}, "
+        f"lr {lr_words(lrn)}, amp {learner.amp_dtype}, compile {lrn.compile}, learner threads {threads}, "
         f"replay {rep.buffer_size:,} x {replay.storage.bytes_per_transition():,.0f} B, "
         f"collector seeds {', '.join(map(str, collectors.seeds))}")
     return Pipeline(cfg, device, threads, n_actions, learner, replay, books, evals, control, rings, collectors,
                     remote, consolidator, prefetcher, ratio)
+
+
+def lr_words(c: LearnerConfig) -> str:
+    """The learning rate as the start-up line gives it: ``1e-04``, or its schedule."""
+    if not c.lr_decay_steps:
+        return f"{c.lr:g}"
+    return (f"{c.lr:g}, falling linearly to {c.lr_end:g} from {c.lr_decay_start:,} to "
+            f"{c.lr_decay_start + c.lr_decay_steps:,} agent steps")

@@ -14,6 +14,7 @@ from wrappers.registry import is_mario
 
 from ..collector import epsilon_schedule
 from ..games import Episode
+from ..learner import lr_schedule
 from . import checkpoint as ckpt
 from .counters import RunCounters
 from .episodes import SCORE_WINDOW, ScoreTracker, episode_row
@@ -85,7 +86,8 @@ class RunBooks:
         wall_s = self.wall_s(at.t)
         end = EpochEnd(at, self.epoch, self.score.window_means(), self.episodes, self.epsilon(at.agent_steps),
                        len(self.replay), self.samples_trained, cfg.learner.effective_batch, is_mario(cfg.env), wall_s,
-                       eta(cfg.total_steps, at.agent_steps, sps, cfg.run.time_limit, wall_s), eval_flags)
+                       eta(cfg.total_steps, at.agent_steps, sps, cfg.run.time_limit, wall_s), eval_flags,
+                       lr_schedule(cfg.learner, at.agent_steps) if cfg.learner.lr_decay_steps else None)
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)

@@ -59,6 +59,7 @@ class EpochEnd:
     wall_s: float                 # run time so far, resumed runs included
     eta: str
     eval_flags: tuple[int, int] | None = None  # (flags, games) of the last --eval-interval evaluation (Mario)
+    lr: float | None = None       # the learning rate now; None: the run has no schedule (--lr-decay-steps 0)
 
 
 def _mean(values):
@@ -95,6 +96,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     lines = [
         f"[MAIN] Epoch {e.epoch} - Loss: {_fmt(loss, '.4f')}, TD Error: {_fmt(td, '.4f')}, "
         f"Reward: {_fmt(ret, '.2f')}, {tail}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}"
+        + (f", LR: {e.lr:.3g}" if e.lr is not None else "")
         + (f", Eval flags: {e.eval_flags[0]}/{e.eval_flags[1]}" if e.mario and e.eval_flags else ""),
         f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
@@ -105,7 +107,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     ]
     row = {"epoch": e.epoch, "agent_steps": b.agent_steps, "updates": b.updates, "wall_s": round(e.wall_s, 3),
            "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "sample_age": sample_age,
-           "epsilon": e.epsilon, "return_mean": ret,
+           "epsilon": e.epsilon, "lr": e.lr, "return_mean": ret,
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": b.drops,
            "agent_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,

@@ -68,7 +68,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         if cfg.get(name) <= 0:
             bad(name, "must be a positive integer")
     check_play_options(opts.sticky_actions, opts.noop_max)
-    for name in ["learning_starts", "max_collector_restarts", "eps_decay_steps", "learner_threads",
+    for name in ["learning_starts", "max_collector_restarts", "eps_decay_steps", "lr_decay_start", "lr_decay_steps",
+                 "learner_threads",
                  "eval_interval", "num_collectors", "ray_collectors"]:
         if cfg.get(name) < 0:
             bad(name, "must be 0 or more")
@@ -110,6 +111,9 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("eps_start" if not 0 <= col.eps_start <= 1 else "eps_end", "must be in [0, 1]")
     if lrn.lr <= 0:
         bad("lr", "must be positive")
+    if lrn.lr_decay_steps and not 0 < lrn.lr_end <= lrn.lr:
+        bad("lr_end", f"must be above 0 and at most --lr {lrn.lr:g} (the learning rate falls to it); "
+                      "or keep --lr constant with --lr-decay-steps 0")
     if lrn.model_arch in BATCHNORM_MODELS and lrn.batch_size < 2:
         bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
     if lrn.batch_size > rep.buffer_size:

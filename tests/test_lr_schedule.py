@@ -1,0 +1,55 @@
+"""The learning rate's schedule: --lr until --lr-decay-start agent steps, then a linear fall to
+--lr-end over --lr-decay-steps, counted in agent steps across resumes; the optimizer trains with
+it, the log and metrics.jsonl show it, and a bad --lr-end is refused before anything starts."""
+import json
+import uuid
+
+import pytest
+import torch
+
+from config_optimized import Config
+from pipeline.learner import lr_schedule
+from tests.proc_utils import CATCH, check_clean, run
+
+
+def test_the_schedule_holds_then_falls_linearly_then_holds():
+    c = Config.of(lr=1e-3, lr_decay_start=1000, lr_decay_steps=2000, lr_end=1e-4).learner
+    assert [lr_schedule(c, s) for s in (0, 1000)] == [1e-3, 1e-3]
+    assert lr_schedule(c, 2000) == pytest.approx(5.5e-4)
+    assert [lr_schedule(c, s) for s in (3000, 10**7)] == [pytest.approx(1e-4)] * 2
+    # no fall: --lr for the whole run, whatever --lr-end says
+    flat = Config.of(lr=1e-3, lr_decay_start=1000, lr_decay_steps=0, lr_end=1e-4).learner
+    assert {lr_schedule(flat, s) for s in (0, 5000, 10**7)} == {1e-3}
+
+
+def test_a_run_trains_with_the_scheduled_rate_and_a_resume_goes_on_with_it(tmp_path):
+    """The optimizer's rate follows the agent steps (the checkpoint's Adam group holds it), the
+    start-up and epoch lines say it, metrics.jsonl records it; a resumed run picks the schedule up
+    at its agent steps rather than restarting it at --lr."""
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    sched = ["--lr-decay-start", "1000", "--lr-decay-steps", "1000", "--lr-end", "1e-4"]
+    proc, out = run([*CATCH, *sched, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "2"], mark,
+                    timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    assert "lr 0.001, falling linearly to 0.0001 from 1,000 to 2,000 agent steps" in out
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    lrs = {r["agent_steps"] // 1000 * 1000: r["lr"] for r in rows}
+    assert lrs[1000] == pytest.approx(1e-3, rel=0.05) and lrs[3000] == pytest.approx(1e-4)
+    assert "LR: 0.0001" in out
+
+    def trained_lr():
+        return torch.load(run_dir / "checkpoint.pt", weights_only=True)["learner"]["optimizer"]["param_groups"][0]["lr"]
+
+    assert trained_lr() == pytest.approx(1e-4)
+    proc, out = run([*CATCH, *sched, "--resume", str(run_dir), "--total-steps", "4000", "--seed", "2"], mark,
+                    timeout=300)
+    assert proc.returncode == 0, out[-3000:]
+    assert trained_lr() == pytest.approx(1e-4)  # not --lr's 1e-3, where a resume would restart the fall
+    check_clean(proc, mark)
+
+
+def test_an_lr_end_above_lr_is_refused_before_anything_starts(tmp_path):
+    proc, out = run([*CATCH, "--lr-decay-steps", "1000", "--lr-end", "1e-2", "--run-dir", str(tmp_path / "r")],
+                    uuid.uuid4().hex)
+    assert proc.returncode == 2 and "--lr-end 0.01: must be above 0 and at most --lr 0.001" in out
+    assert not (tmp_path / "r").exists()
