@@ -79,3 +79,36 @@ def test_a_kept_runs_gzip_copy_reads_as_the_file(tmp_path):
     rows = [row(i, float(i)) for i in range(1, 4)]
     (tmp_path / (EPISODES_NAME + ".gz")).write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
     assert read_episodes(tmp_path) == rows  # asked for episodes.jsonl, found its .gz
+
+
+def test_a_resumed_runs_score_goes_on_from_the_games_before_it(tmp_path):
+    """A resumed run's last-20 mean (epoch lines, metrics.jsonl, best.pt, --target-score) counts
+    the games booked before its checkpoint: full at once, not rebuilt from 20 new games, and a
+    target those games already reached is not reported again."""
+    import time
+
+    import torch
+
+    from config_optimized import Config
+    from pipeline.games import Episode
+    from pipeline.learner import Learner
+    from pipeline.records.books import RunBooks
+    from pipeline.records.counters import RunCounters
+    from pipeline.replay import Replay
+    from pipeline.settings.hardware import Hardware
+
+    earlier = [row(i, -21.0 + i) for i in range(1, 31)]  # 30 games; the last 20 before the checkpoint: 1..20 - 21
+    after_checkpoint = row(31, 50.0)  # booked after the last checkpoint: the resumed run plays it again
+    (tmp_path / EPISODES_NAME).write_text("".join(json.dumps(r) + "\n" for r in [*earlier, after_checkpoint]))
+    cfg = Config.of(amp=False, run_dir=str(tmp_path), tensorboard=False, target_score=-5.0)
+    hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
+    start = RunCounters(agent_steps=30_000, episodes=30, wall_s=1800.0, epoch=30)
+    books = RunBooks(cfg, hw, lambda line: None, [], start, time.monotonic(), Learner(cfg.learner, 4, 6, torch.device("cpu")),
+                     Replay.of(400, 1, 4), 6)
+    try:
+        assert books.score.mean == pytest.approx(sum(-21.0 + i for i in range(11, 31)) / 20)  # games 11..30
+        assert books.score.window_means()["length"] == 100
+        assert not books.add_games([Episode(10.0, 100, float("nan"), False, 1000, time.monotonic())], 5)
+        assert books.score.mean == pytest.approx(sum(-21.0 + i for i in range(12, 31)) / 20 + 10.0 / 20)
+    finally:
+        books.close()

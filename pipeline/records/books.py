@@ -17,7 +17,7 @@ from ..games import Episode
 from ..learner import lr_schedule
 from . import checkpoint as ckpt
 from .counters import RunCounters
-from .episodes import SCORE_WINDOW, ScoreTracker, episode_row
+from .episodes import SCORE_WINDOW, ScoreTracker, episode_row, read_episodes
 from .epoch_stats import EpochEnd, EpochWindow, PathMark, epoch_report, eta
 from .files import BEST_NAME, CHECKPOINT_NAME, EPISODES_NAME
 from .metrics import MetricsLog
@@ -39,6 +39,8 @@ class RunBooks:
         self.episodes, self.samples_trained = start.episodes, start.samples_trained
         self.epoch, self.best_score = start.epoch, start.best_score
         self.score = ScoreTracker([] if run.target_score is None else [run.target_score], metric=run.score_metric)
+        if start.episodes:  # resumed: the last 20 games go on from the ones before it (up to its checkpoint)
+            self.score.replay_rows([r for r in read_episodes(self.run_dir) if r["agent_steps"] <= start.agent_steps])
         self.record = {**run_record(cfg, hw, cfg.profile, profile_reason(cfg.profile, hw, cfg.env)), "notes": list(notes)}
         self.tracker = self.metrics = self.episodes_file = None
         try:

@@ -76,6 +76,14 @@ class ScoreTracker:
             self.reached[m.value] = m
         return new
 
+    def replay_rows(self, rows: list[dict]) -> None:
+        """Games booked before this process (a resumed run's ``episodes.jsonl``): the window, the
+        best mean and the milestones they reached, which are not reported again. Without them a
+        resumed run's epoch lines and curve would average only the few games since the resume,
+        and a target could count only after 20 new games."""
+        for row in rows:
+            self.add_row(row)
+
     def summary(self) -> dict:
         return {"metric": self.metric, "window": self.window, "games": self.games, "best_mean": self.best,
                 "last_mean": self.mean,
