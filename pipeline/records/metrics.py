@@ -15,6 +15,7 @@ from .files import METRICS_NAME, TB_DIR
 TB_TAGS = {
     "return_mean": "charts/episodic_return", "length_mean": "charts/episodic_length",
     "distance_mean": "charts/distance", "flag_rate": "charts/flag_rate", "epsilon": "charts/epsilon",
+    "lr": "charts/learning_rate",
     "loss": "losses/td_loss", "td_error": "losses/td_error", "q_mean": "losses/q_values", "grad_norm": "losses/grad_norm",
     "agent_steps_per_s": "speed/agent_steps_per_s", "updates_per_s": "speed/updates_per_s",
     "samples_per_s": "speed/samples_per_s", "learner_busy": "speed/learner_busy",
