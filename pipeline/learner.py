@@ -324,10 +324,6 @@ class Learner:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
 
-    @property
-    def lr(self) -> float:
-        return self.optimizer.param_groups[0]["lr"]
-
     def state_dict(self) -> dict:
         return {"model": self.model.state_dict(), "target": self.target.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(), "updates": self.updates}
