@@ -237,10 +237,11 @@ def test_suite_halving_screens_recipes_on_two_games_and_continues_the_winner(tmp
     assert marked_processes(mark) == []
 
 
-def test_the_shipped_atari_screen_parses_and_checks():
+@pytest.mark.parametrize("screen", ["atari_screen.toml", "atari_screen_rr8.toml"])
+def test_the_shipped_atari_screens_parse_and_check(screen):
     from bench.halving import read_recipes
     from bench.suite_halving import check_recipes, pick_games
 
-    recipes = read_recipes(str(ROOT / "bench" / "atari_screen.toml"))
+    recipes = read_recipes(str(ROOT / "bench" / screen))
     assert recipes["defaults"] == [] and len(recipes) >= 3
     check_recipes(recipes, [], pick_games("atari5", "DoubleDunk,Phoenix,Qbert"))
