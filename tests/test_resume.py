@@ -250,3 +250,31 @@ def test_counters_are_read_back_as_written_and_old_checkpoints_fill_the_gaps():
     # a checkpoint from before launches and best scores were saved: its step count set the seeds apart
     old = RunCounters.from_checkpoint({"agent_steps": 5_000, "episodes": 2, "samples_trained": 64, "epoch": 1, "wall_s": 3.0})
     assert old == RunCounters(5_000, 2, 64, 3.0, 1, launches=5_000)
+
+
+def test_rows_a_killed_run_wrote_after_its_checkpoint_are_set_aside(tmp_path):
+    """A kill between checkpoints leaves games and epochs past the checkpoint in episodes.jsonl and
+    metrics.jsonl, and half a line at the end. The resume plays from the checkpoint again: those
+    rows move to NAME.after_checkpoint.jsonl (kept as written), so the timeline holds each agent
+    step once and the next appended row starts on a line of its own; a clean folder is left as is."""
+    import json
+
+    from pipeline.records.files import EPISODES_NAME, METRICS_NAME, after_checkpoint_name
+    from pipeline.records.metrics import read_jsonl
+
+    run_dir = tmp_path / "run"
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), amp=False, save_replay=False)
+    _save_run(run_dir, cfg, _learner(cfg), agent_steps=1000)
+    games = [{"agent_steps": s, "return": 1.0} for s in (400, 900, 1000, 1100, 1300)]
+    (run_dir / EPISODES_NAME).write_text("".join(json.dumps(g) + "\n" for g in games) + '{"agent_steps": 14')
+    epochs = [{"epoch": 1, "agent_steps": 500}, {"epoch": 2, "env_steps": 1000}]  # an old key name, at the checkpoint
+    (run_dir / METRICS_NAME).write_text("".join(json.dumps(e) + "\n" for e in epochs))
+    log = Log()
+    resume(run_dir, cfg, N_ACTIONS, _learner(cfg), Replay.of(400, 1, 4), log)
+    assert [g["agent_steps"] for g in read_jsonl(run_dir / EPISODES_NAME)] == [400, 900, 1000]
+    assert (run_dir / EPISODES_NAME).read_text().endswith("\n")
+    aside = (run_dir / after_checkpoint_name(EPISODES_NAME)).read_text().splitlines()
+    assert aside == [json.dumps(games[3]), json.dumps(games[4]), '{"agent_steps": 14']
+    assert any("3 row(s) written after the checkpoint at 1,000 agent steps" in line for line in log), log
+    assert (run_dir / METRICS_NAME).read_text() == "".join(json.dumps(e) + "\n" for e in epochs)
+    assert not (run_dir / after_checkpoint_name(METRICS_NAME)).exists()

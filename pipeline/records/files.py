@@ -10,6 +10,7 @@ A run folder (``runs/{env}__{seed}__{time}``, or ``--run-dir``)::
     config.json         the run record: settings, hardware, commit, versions
     metrics.jsonl       one row per epoch; tb/ holds the same for TensorBoard
     episodes.jsonl      one row per whole game
+    *.after_checkpoint.jsonl  rows a killed run wrote after its last checkpoint, set aside by --resume
     evals.jsonl         one row per evaluation during training
     eval.json           the last ``--eval`` of the run
     flag.mp4            a flag run of the kept weights, where a run stopped at a finished agent (Mario)
@@ -39,6 +40,13 @@ FLAG_VIDEO_NAME = "flag.mp4"           # a flag run of best_eval.pt, filmed wher
 MODEL_CARD_NAME = "README.md"          # the Hub upload's model card
 LATEST_LINK = "latest"                 # runs/latest: the newest run under runs/
 TMP_SUFFIX = ".tmp"                    # atomic writes go to NAME.tmp, then are renamed over NAME
+AFTER_CHECKPOINT_SUFFIX = ".after_checkpoint.jsonl"  # episodes/metrics rows a killed run wrote past its checkpoint
+
+
+def after_checkpoint_name(name: str) -> str:
+    """Where --resume sets aside the rows of ``name`` (a .jsonl) that a killed run wrote after its
+    last checkpoint: ``episodes.jsonl`` -> ``episodes.after_checkpoint.jsonl``."""
+    return name.removesuffix(".jsonl") + AFTER_CHECKPOINT_SUFFIX
 
 # What makes a folder a run's: a new run must not write into another's (runs once overwrote each
 # other silently in a shared runs/latest).
@@ -46,7 +54,8 @@ RUN_FILES = (CHECKPOINT_NAME, METRICS_NAME, EPISODES_NAME, LOG_NAME, RECORD_NAME
              EVALS_NAME, BEST_EVAL_NAME)
 # written by a run besides RUN_FILES (which mark a folder as a run's)
 OTHER_FILES = (CURVE_NAME, CHECKPOINT_NAME + TMP_SUFFIX, REPLAY_NAME + TMP_SUFFIX, EVAL_NAME, CANDIDATE_NAME,
-               TRACKING_ID_FILE)
+               TRACKING_ID_FILE, after_checkpoint_name(EPISODES_NAME), after_checkpoint_name(METRICS_NAME),
+               EPISODES_NAME + TMP_SUFFIX, METRICS_NAME + TMP_SUFFIX)
 OTHER_FOLDERS = (TB_DIR, WANDB_DIR)
 # the newest weights of a run, best first: what --push-to-hub evaluates
 WEIGHTS_BEST_FIRST = (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME)

@@ -3,15 +3,19 @@ steps, games, samples trained, wall clock, epoch, collector starts, best scores)
 every random state, and the replay saved beside the final checkpoint."""
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 
 from wrappers.registry import is_mario
 
+from ..file_keys import current_keys
 from ..replay import Storage, snapshot
 from . import checkpoint as ckpt
 from .counters import RunCounters
-from .files import BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, REPLAY_NAME
+from .files import (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, EPISODES_NAME, METRICS_NAME, REPLAY_NAME, TMP_SUFFIX,
+                    after_checkpoint_name)
 
 
 def check_resume(cfg) -> None:
@@ -76,6 +80,7 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     counters.best_score = max(counters.best_score, files.get(BEST_NAME, float("-inf")))
     counters.best_eval = max(counters.best_eval, files.get(BEST_EVAL_NAME, float("-inf")))
     replay.sampler.rng.bit_generator.state = ckpt.restore_rng(state)
+    set_aside_rows_after(run_dir, counters.agent_steps, log)
     log.start_at(counters.agent_steps)
     log(f"[MAIN] Resumed {path}: {counters.agent_steps:,} agent steps, {learner.updates:,} updates, "
         f"epoch {counters.epoch}")
@@ -83,6 +88,36 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     if _restore_replay(run_dir, cfg, replay, counters.agent_steps, log):
         return counters, max(0, starts - len(replay))  # a replay saved during warm-up still needs the rest of it
     return counters, starts
+
+
+def set_aside_rows_after(run_dir: Path, agent_steps: int, log) -> None:
+    """A run stopped without a clean save (killed) may have written games and epochs after its last
+    checkpoint, and half a line at the end. The resumed run plays from the checkpoint again, so
+    those rows would stand twice in its timeline (the last-20 mean, the curves and the benchmarks'
+    milestones read the files in order), and its first appended row would join the half line and
+    be lost with it. They move, as written, to ``after_checkpoint_name(NAME)`` beside the file."""
+    for name in (EPISODES_NAME, METRICS_NAME):
+        path = run_dir / name
+        if not path.exists():
+            continue
+        text = path.read_text()
+        keep, aside = [], []
+        for line in text.splitlines(keepends=True):
+            try:
+                late = current_keys(json.loads(line)).get("agent_steps", 0) > agent_steps
+            except json.JSONDecodeError:
+                late = True  # a half-written line
+            (aside if late else keep).append(line if line.endswith("\n") else line + "\n")
+        if not aside and (not text or text.endswith("\n")):
+            continue
+        side = run_dir / after_checkpoint_name(name)
+        with open(side, "a") as f:
+            f.writelines(aside)
+        tmp = path.with_name(path.name + TMP_SUFFIX)
+        tmp.write_text("".join(keep))
+        os.replace(tmp, path)
+        log(f"[MAIN] {path}: {len(aside)} row(s) written after the checkpoint at {agent_steps:,} agent steps (the run "
+            f"stopped without a clean save) moved to {side.name}; the resumed run plays on from the checkpoint")
 
 
 def kept_scores(run_dir: Path, metric: str) -> dict[str, float]:
