@@ -181,6 +181,37 @@ def remove_stale_segments() -> list[str]:
     return removed
 
 
+def live_runs() -> list[str]:
+    """The ``<pid>-<token>`` of every other run whose segments are in ``SHM_DIR`` and held by a
+    live process (its creator's lock, as the sweep reads it): training runs on this machine now,
+    whatever PID namespace they are in. A run only reads this; it never takes a lock it keeps."""
+    if not SHM_DIR.is_dir():
+        return []
+    ours, found = run_id(), set()
+    for path in SHM_DIR.glob(PREFIX + "*"):
+        creator = path.name[len(PREFIX):].split("_", 1)[0]
+        if "-" in creator and creator != ours and creator not in found and _held(path):
+            found.add(creator)
+    return sorted(found)
+
+
+def _held(path: Path) -> bool:
+    """Some live process holds the segment's lock (an exclusive lock cannot be taken now)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # no flock here: nothing is proven
+        return False
+    finally:
+        os.close(fd)  # drops the lock we may have taken
+    return False
+
+
 def owned_segments() -> list[str]:
     """This process's segments that are still in ``SHM_DIR``."""
     if not SHM_DIR.is_dir():

@@ -33,7 +33,7 @@ from .records.files import CHECKPOINT_NAME
 from .records.resume import resume, save_replay
 from .replay import Replay
 from .ring import Ring
-from .settings.hardware import Hardware, learner_threads, resolve_device
+from .settings.hardware import Hardware, learner_threads, resolve_device, shared_cores_warning
 from .supervisor import Collectors
 
 PLANNED_STOPS = ("total_steps", "time_limit", "target_score", "finished")  # a stop that lets a running evaluation finish
@@ -154,6 +154,9 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
             "Adam's state decays; start the run in a fresh process")
     threads = learner_threads(lrn.learner_threads, col.num_collectors, hw)
     torch.set_num_threads(threads)
+    if device.type == "cpu" and (crowded := shared_cores_warning(len(shm.live_runs()), threads, col.num_collectors,
+                                                                 hw.cores)):
+        log(crowded)
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)

@@ -94,3 +94,33 @@ def test_segments_named_before_run_tokens_are_swept_by_pid(prefix):
     assert shm.remove_stale_segments() == [dead.name]
     assert live.exists() and not dead.exists()
 
+
+
+def test_live_runs_are_the_other_runs_holding_their_segments(prefix):
+    """What a starting run counts as training beside it: another process that holds its
+    segments; not a dead run's leftovers, and not this process's own segments."""
+    dead = ctx.Process(target=_create_and_die)
+    dead.start()
+    dead.join()
+    names, done = ctx.Queue(), ctx.Event()
+    other = ctx.Process(target=_create_and_live, args=(names, done))
+    other.start()
+    ours = shm.create("ring0", 4096)
+    try:
+        creator = names.get(timeout=30)[len(prefix):].split("_", 1)[0]
+        assert shm.live_runs() == [creator]
+    finally:
+        done.set()
+        other.join()
+        shm.close_segment(ours, unlink=True)
+    assert shm.live_runs() == []  # its segment stays until a sweep, but nothing holds it now
+
+
+def test_a_crowded_machine_is_named_with_the_fix():
+    from pipeline.settings.hardware import shared_cores_warning
+
+    line = shared_cores_warning(other_runs=1, threads=2, collectors=1, cores=2)
+    assert line.startswith("[MAIN] Warning: 1 other training run(s)") and "--learner-threads 1" in line
+    assert shared_cores_warning(0, 2, 1, 2) is None      # alone
+    assert shared_cores_warning(1, 1, 1, 2) is None      # one learner thread each, as advised
+    assert shared_cores_warning(1, 6, 2, 16) is None     # room for both

@@ -144,6 +144,20 @@ def resolve_device(requested: str, hw: Hardware) -> str:
     return requested
 
 
+def shared_cores_warning(other_runs: int, threads: int, collectors: int, cores: int) -> str | None:
+    """The warning for a CPU run started while ``other_runs`` training runs use this machine, when
+    they cannot all have their cores: a learner's OpenMP team of ``threads`` stalls at every
+    barrier while another process holds one of its cores, so two 2-thread learners on 2 cores
+    each fall to a fraction of their speed (8-9x slower measured), where 1-thread learners side by
+    side lose little. None when they fit (each run counted as this one: learner plus collectors)."""
+    if not other_runs or threads <= 1 or (threads + collectors) * (1 + other_runs) <= cores:
+        return None
+    return (f"[MAIN] Warning: {other_runs} other training run(s) use this machine's {cores} cores now; a "
+            f"{threads}-thread learner beside them stalls at every parallel step whenever another run holds one "
+            "of its cores, and so does theirs beside this one. Side by side, give each run --learner-threads 1 "
+            "(docs/usage.md#run-length); alone, a run keeps the profile's threads")
+
+
 def learner_threads(requested: int, collectors: int, hw: Hardware) -> int:
     """Torch threads of the learner process: ``requested`` (--learner-threads), or else the cores
     the collector processes leave."""
