@@ -68,7 +68,7 @@ def lr_schedule(c: LearnerConfig, agent_steps: int) -> float:
     if c.lr_decay_steps <= 0:
         return c.lr
     frac = min(1.0, max(0.0, (agent_steps - c.lr_decay_start) / c.lr_decay_steps))
-    return c.lr + frac * (c.lr_end - c.lr)
+    return c.lr + frac * (min(c.lr_end, c.lr) - c.lr)  # an --lr-end above --lr holds --lr (validate warns)
 
 
 def _pick(atoms: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

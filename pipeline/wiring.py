@@ -212,7 +212,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
 
 def lr_words(c: LearnerConfig) -> str:
     """The learning rate as the start-up line gives it: ``1e-04``, or its schedule."""
-    if not c.lr_decay_steps:
+    if not c.lr_decay_steps or c.lr_end >= c.lr:
         return f"{c.lr:g}"
     return (f"{c.lr:g}, falling linearly to {c.lr_end:g} from {c.lr_decay_start:,} to "
             f"{c.lr_decay_start + c.lr_decay_steps:,} agent steps")

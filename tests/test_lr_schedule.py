@@ -27,14 +27,15 @@ def test_a_run_trains_with_the_scheduled_rate_and_a_resume_goes_on_with_it(tmp_p
     start-up and epoch lines say it, metrics.jsonl records it; a resumed run picks the schedule up
     at its agent steps rather than restarting it at --lr."""
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    sched = ["--lr-decay-start", "1000", "--lr-decay-steps", "1000", "--lr-end", "1e-4"]
+    sched = ["--lr-decay-start", "1500", "--lr-decay-steps", "1000", "--lr-end", "1e-4"]
     proc, out = run([*CATCH, *sched, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "2"], mark,
                     timeout=300)
     assert proc.returncode == 0, out[-3000:]
-    assert "lr 0.001, falling linearly to 0.0001 from 1,000 to 2,000 agent steps" in out
+    assert "lr 0.001, falling linearly to 0.0001 from 1,500 to 2,500 agent steps" in out
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    lrs = {r["agent_steps"] // 1000 * 1000: r["lr"] for r in rows}
-    assert lrs[1000] == pytest.approx(1e-3, rel=0.05) and lrs[3000] == pytest.approx(1e-4)
+    c = Config.of(lr=1e-3, lr_decay_start=1500, lr_decay_steps=1000, lr_end=1e-4).learner
+    assert [r["lr"] for r in rows] == [pytest.approx(lr_schedule(c, r["agent_steps"])) for r in rows]
+    assert rows[0]["agent_steps"] < 1500 and rows[0]["lr"] == 1e-3 and rows[-1]["lr"] == pytest.approx(1e-4)
     assert "LR: 0.0001" in out
 
     def trained_lr():
@@ -48,8 +49,16 @@ def test_a_run_trains_with_the_scheduled_rate_and_a_resume_goes_on_with_it(tmp_p
     check_clean(proc, mark)
 
 
-def test_an_lr_end_above_lr_is_refused_before_anything_starts(tmp_path):
-    proc, out = run([*CATCH, "--lr-decay-steps", "1000", "--lr-end", "1e-2", "--run-dir", str(tmp_path / "r")],
+def test_a_bad_lr_end_is_refused_and_one_above_lr_holds_lr_with_a_warning(tmp_path):
+    proc, out = run([*CATCH, "--lr-decay-steps", "1000", "--lr-end", "0", "--run-dir", str(tmp_path / "r")],
                     uuid.uuid4().hex)
-    assert proc.returncode == 2 and "--lr-end 0.01: must be above 0 and at most --lr 0.001" in out
+    assert proc.returncode == 2 and "--lr-end 0.0: must be above 0" in out
     assert not (tmp_path / "r").exists()
+    # a lower --lr under a preset's schedule: the rate cannot fall to the preset's end, so it holds
+    high = Config.of(lr=1e-5, lr_decay_steps=1000, lr_end=2.5e-5).learner
+    assert {lr_schedule(high, s) for s in (0, 500, 10**6)} == {1e-5}
+    from pipeline.settings.check import validate
+    from pipeline.settings.hardware import detect_hardware
+    said = validate(Config.of(env="tests.catch_env:Catch-v0", lr=1e-5, lr_decay_steps=1000, lr_end=2.5e-5),
+                    detect_hardware())
+    assert any("--lr-end 2.5e-05 is above --lr 1e-05: the learning rate stays at --lr" in w for w in said)

@@ -111,9 +111,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("eps_start" if not 0 <= col.eps_start <= 1 else "eps_end", "must be in [0, 1]")
     if lrn.lr <= 0:
         bad("lr", "must be positive")
-    if lrn.lr_decay_steps and not 0 < lrn.lr_end <= lrn.lr:
-        bad("lr_end", f"must be above 0 and at most --lr {lrn.lr:g} (the learning rate falls to it); "
-                      "or keep --lr constant with --lr-decay-steps 0")
+    if lrn.lr_decay_steps and lrn.lr_end <= 0:
+        bad("lr_end", "must be above 0 (the learning rate falls to it); or keep --lr constant with --lr-decay-steps 0")
     if lrn.model_arch in BATCHNORM_MODELS and lrn.batch_size < 2:
         bad("batch_size", "BatchNorm needs at least 2 samples per micro-batch; use --batch-size 32 or --model-arch nature")
     if lrn.batch_size > rep.buffer_size:
@@ -155,6 +154,9 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if not os.access(existing, os.W_OK | os.X_OK):
         bad("run_dir", f"cannot be written ({existing} is not writable by this user); choose a writable --run-dir")
     warnings = []
+    if lrn.lr_decay_steps and lrn.lr_end > lrn.lr:
+        warnings.append(f"--lr-end {lrn.lr_end:g} is above --lr {lrn.lr:g}: the learning rate stays at --lr (a schedule "
+                        "only falls); give a lower --lr-end for it to fall, or --lr-decay-steps 0")
     if opts.clip_rewards and opts.reward_scale != 1.0:
         # a warning, not an error: the Mario preset scales its rewards, and --clip-rewards true
         # over it is a valid choice that simply makes the scale moot
