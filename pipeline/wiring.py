@@ -23,7 +23,7 @@ from .consolidator import Consolidator
 from .control import ControlBlock
 from .distributed.no_ray import NoRayCollectors
 from .evaluation.periodic_eval import PeriodicEval
-from .learner import Learner, flush_denormals
+from .learner import Learner, flush_denormals, lr_schedule
 from .prefetch import Prefetcher
 from .ratio import ReplayRatio, shares
 from .records.books import RunBooks
@@ -211,8 +211,10 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
 
 
 def lr_words(c: LearnerConfig) -> str:
-    """The learning rate as the start-up line gives it: ``1e-04``, or its schedule."""
-    if not c.lr_decay_steps or c.lr_end >= c.lr:
+    """The learning rate as the start-up line gives it: ``1e-04``, or its schedule (as
+    ``lr_schedule`` computes it: one that cannot fall is a constant rate)."""
+    end_step = c.lr_decay_start + c.lr_decay_steps
+    end = lr_schedule(c, end_step)
+    if end == c.lr:
         return f"{c.lr:g}"
-    return (f"{c.lr:g}, falling linearly to {c.lr_end:g} from {c.lr_decay_start:,} to "
-            f"{c.lr_decay_start + c.lr_decay_steps:,} agent steps")
+    return f"{c.lr:g}, falling linearly to {end:g} from {c.lr_decay_start:,} to {end_step:,} agent steps"
