@@ -47,10 +47,10 @@ def prepare_run(args):
     before any process starts. ``args``: the parsed command line or a dict of Config fields (plus
     ``config``). Returns the config, the hardware and the notes for the run log."""
     flush_denormals()  # before the bf16 probe's torch threads: they inherit it (the trainer checks)
-    probe_this_cpu()  # the learner's bf16 speed on this CPU, once per CPU model: the profile's precision follows it
+    probed = probe_this_cpu()  # the learner's bf16 speed on this CPU, once per CPU model: the profile's precision follows it
     res = resolve_config(args)
     cfg, hw = resolve_run_dir(res.cfg), res.hw
-    notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes
+    notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes + ([probed] if probed else [])
     if cfg.collectors.ray_collectors:  # the head must answer before anything starts
         from .distributed.cluster import check_reachable
 

@@ -200,15 +200,63 @@ def test_bf16_speedup_is_measured_once_per_cpu_model(tmp_path, monkeypatch):
     from pipeline.settings import hardware
 
     monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
+    monkeypatch.setattr(bf16_probe, "live_runs", lambda: [])
     calls = []
     monkeypatch.setattr(bf16_probe, "measure_bf16_speedup", lambda: calls.append(1) or 0.72)
     assert hardware.cached_bf16_speedup("cpu A") == 0.0  # resolving a config never measures
-    assert bf16_probe.bf16_speedup("cpu A") == 0.72 and bf16_probe.bf16_speedup("cpu A") == 0.72
+    speedup, line = bf16_probe.bf16_speedup("cpu A")
+    assert speedup == 0.72 and "0.72x" in line and "fp32 chosen" in line and str(tmp_path) in line
+    assert bf16_probe.bf16_speedup("cpu A") == (0.72, "")  # kept: no second measurement, nothing to log
     assert len(calls) == 1 and hardware.cached_bf16_speedup("cpu A") == 0.72
-    assert bf16_probe.bf16_speedup("cpu B") == 0.72 and len(calls) == 2
+    assert bf16_probe.bf16_speedup("cpu B")[0] == 0.72 and len(calls) == 2
     (tmp_path / hardware.SPEEDUP_FILE).write_text("not json")
     assert hardware.cached_bf16_speedup("cpu A") == 0.0
-    assert bf16_probe.bf16_speedup("cpu A") == 0.72 and len(calls) == 3  # a broken file is measured anew
+    assert bf16_probe.bf16_speedup("cpu A")[0] == 0.72 and len(calls) == 3  # a broken file is measured anew
+
+
+def test_bf16_speedup_is_kept_per_cpu_generation_not_per_model_name():
+    from pipeline.settings.hardware import cpu_name
+
+    zen4, zen5 = cpu_name("AMD EPYC", "family 25 model 17"), cpu_name("AMD EPYC", "family 26 model 2")
+    assert zen4 != zen5 and "family 25 model 17" in zen4
+    assert cpu_name("Apple M2", "") == "Apple M2"
+
+
+def test_a_run_started_beside_a_probing_run_waits_for_its_figure(tmp_path, monkeypatch):
+    import fcntl
+    import threading
+
+    from pipeline import bf16_probe
+    from pipeline.records.record import write_json
+    from pipeline.settings import hardware
+
+    monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
+    monkeypatch.setattr(bf16_probe, "live_runs", lambda: [])
+    calls = []
+    monkeypatch.setattr(bf16_probe, "measure_bf16_speedup", lambda: calls.append(1) or 9.0)
+    path = tmp_path / hardware.SPEEDUP_FILE
+    result = []
+    with open(path.with_name(path.name + ".lock"), "a") as held:  # the first run, measuring
+        fcntl.flock(held, fcntl.LOCK_EX)
+        second = threading.Thread(target=lambda: result.append(bf16_probe.bf16_speedup("cpu A")))
+        second.start()
+        second.join(0.3)
+        assert second.is_alive() and not result  # it waits rather than measure against the first
+        write_json(path, {hardware.speedup_key("cpu A"): 1.56})
+    second.join(10)
+    assert result == [(1.56, "")] and calls == []
+
+
+def test_bf16_probe_is_not_run_while_other_runs_hold_the_cores(tmp_path, monkeypatch):
+    from pipeline import bf16_probe
+    from pipeline.settings import hardware
+
+    monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
+    monkeypatch.setattr(bf16_probe, "live_runs", lambda: ["123-abcd"])
+    monkeypatch.setattr(bf16_probe, "measure_bf16_speedup", lambda: pytest.fail("measured on a busy machine"))
+    speedup, line = bf16_probe.bf16_speedup("cpu A")
+    assert speedup == 0.0 and "other training runs" in line and "quiet machine" in line
+    assert hardware.cached_bf16_speedup("cpu A") == 0.0  # nothing kept: the next quiet start measures
 
 
 def test_bf16_speedup_probe_times_both_precisions():

@@ -61,6 +61,13 @@ def speedup_key(cpu_model: str) -> str:
     return f"{cpu_model} | torch {torch.__version__}"
 
 
+def cpu_name(model: str, cpu_id: str) -> str:
+    """The name a bf16 speedup is kept under: the model name and, where /proc/cpuinfo gives them,
+    the family and model numbers. A VM's model name alone does not tell generations apart: Zen 3,
+    4 and 5 all read "AMD EPYC", and a bf16 step ran 2.5x fp32 on the Zen 5 but 1.56x on the Zen 4."""
+    return f"{model} ({cpu_id})" if cpu_id else model
+
+
 def known_bf16_speedups() -> tuple[Path, dict]:
     """SPEEDUP_FILE, in the user's config folder (``config_optimized.profile_dir``, beside the
     autotuned profiles), and the speedups it holds ({} where it is missing or unreadable)."""
@@ -132,7 +139,7 @@ def detect_hardware() -> Hardware:
         props = torch.cuda.get_device_properties(0)
         name, mem = props.name, props.total_memory
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-    speedup = cached_bf16_speedup(model) if bf16 and not cuda else 0.0
+    speedup = cached_bf16_speedup(cpu_name(model, cpu_id)) if bf16 and not cuda else 0.0
     cxx = shutil.which(os.environ.get("CXX") or "g++") is not None  # what inductor runs: $CXX, else g++
     return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx, cpu_id)
 
