@@ -13,9 +13,11 @@ from .common import run_in_child
 
 # The ladder's row 1 algorithm (CleanRL's dqn_atari): Nature DQN in fp32, batch 32 every 4 agent
 # steps, plain (not Double) DQN with 1-step targets, the target synced every 1,000 agent steps
-# (250 updates), lr 1e-4, no gradient clipping; one env, acting and training in turn in one process.
+# (250 updates), a constant lr 1e-4 (lr_decay_steps=0 records it: this loop never sets the rate, so
+# a preset's schedule would otherwise show in the baseline's settings without being trained),
+# no gradient clipping; one env, acting and training in turn in one process.
 BASELINE_RECIPE = dict(model_arch="nature", amp=False, compile=False, channels_last=False, batch_size=32,
-                       grad_accum_steps=1, replay_ratio=8.0, target_update_interval=250, lr=1e-4, n_step=1,
+                       grad_accum_steps=1, replay_ratio=8.0, target_update_interval=250, lr=1e-4, lr_decay_steps=0, n_step=1,
                        double_dqn=False, max_grad_norm=0.0, dueling=False, prioritized=False,
                        num_collectors=1, envs_per_collector=1)
 
