@@ -15,6 +15,7 @@ still runs.)
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import secrets
@@ -132,25 +133,40 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _creator_lock(path: Path):
+    """Try the segment's creator lock without waiting: yields True while we hold it (no live
+    process does, so its creator died), False where a live process holds it, whatever its pid,
+    and None where that cannot be told (gone, not ours to open, or no flock here)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        yield None
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+        except OSError:
+            yield None
+        else:
+            yield True
+    finally:
+        os.close(fd)  # drops the lock we may have taken
+
+
 def _remove_if_unlocked(path: Path) -> bool:
     """Unlink a segment that no process holds locked (its creator died); False if one does, or
     if that cannot be told."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:  # gone already, or not ours to open
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:  # held: a live run's, whatever its pid (or no flock here: nothing is proven)
-        os.close(fd)
-        return False
-    try:
-        path.unlink()  # under our lock, so its creator cannot be taking it now
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
+    with _creator_lock(path) as free:
+        if not free:
+            return False
+        try:
+            path.unlink()  # under our lock, so its creator cannot be taking it now
+            return True
+        except OSError:
+            return False
 
 
 def remove_stale_segments() -> list[str]:
@@ -197,19 +213,8 @@ def live_runs() -> list[str]:
 
 def _held(path: Path) -> bool:
     """Some live process holds the segment's lock (an exclusive lock cannot be taken now)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:  # no flock here: nothing is proven
-        return False
-    finally:
-        os.close(fd)  # drops the lock we may have taken
-    return False
+    with _creator_lock(path) as free:
+        return free is False
 
 
 def owned_segments() -> list[str]:
