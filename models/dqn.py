@@ -100,16 +100,6 @@ class _PixelDQN(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.atoms(obs).mean(2)
 
-    def bf16_q_values(self, obs: torch.Tensor) -> torch.Tensor:
-        """``forward`` for acting on a CPU where bf16 pays: the conv stack under bf16 autocast,
-        the head in fp32. bf16 keeps 8 bits of mantissa, so Q-values within ~0.4% of each other
-        would round into ties that argmax always breaks toward the first action; the head is a
-        fifth of the forward's work, the convs the rest. Feed it channels_last frames (oneDNN's
-        bf16 convs run fastest on NHWC)."""
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            x = self.features(self._scaled(obs))
-        return self.head(torch.flatten(x.float(), 1)).mean(2)
-
 
 class BatchNormDQN(_PixelDQN):
     """Nature conv stack with BatchNorm, no conv bias (BatchNorm's shift replaces it), Kaiming init."""

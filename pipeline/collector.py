@@ -179,6 +179,14 @@ class Collector:
         self.exploration = Exploration(spec.collectors, index)
         self.block = block
 
+    def load_weights(self, flat) -> None:
+        """The learner's weights, flat (``models.weights``): the network and the rollout's
+        acting copy of it both take them."""
+        from models.weights import read_flat
+
+        read_flat(self.model, flat)
+        self.rollout.weights_loaded()
+
     def step(self, global_steps: int) -> tuple[np.ndarray, dict, int]:
         """Act in every env and step them once, epsilon from the run's agent steps; counts the
         agent steps played and the time in acting and in the envs. Returns (frames, record
@@ -232,14 +240,16 @@ def _collect(start: CollectorStart):
     block = ring.block
     collector = Collector(spec, start.index, start.seed, block)
     scratch = torch.empty(start.n_weights)
-    while not control.load_if_new(collector.model, scratch):  # act only with the learner's weights
+    while not control.new_weights(scratch):  # act only with the learner's weights
         if give_up():
             return
         time.sleep(0.01)
+    collector.load_weights(scratch)
     pusher = RecordPusher(ring, collector.rollout, c.drop_when_full, give_up)
 
     while not give_up():
-        control.load_if_new(collector.model, scratch)
+        if control.new_weights(scratch):
+            collector.load_weights(scratch)
         if block.held_back():  # replay-ratio throttle: the learner is behind
             block.wait_for_allowance(give_up)
             continue

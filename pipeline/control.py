@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from models.weights import read_flat, write_flat
+from models.weights import write_flat
 
 from . import shm
 
@@ -62,14 +62,15 @@ class ControlBlock:
         write_flat(model, self.weights)
         self.header[VERSION] += 1
 
-    def load_if_new(self, model: torch.nn.Module, scratch: torch.Tensor) -> bool:
+    def new_weights(self, scratch: torch.Tensor) -> bool:
+        """Copy weights published since the last call into ``scratch`` (flat, ``models.weights``);
+        False when there are none, or a write overlapped the copy (the next call retries)."""
         v1 = int(self.header[VERSION])
         if v1 == self._seen or v1 % 2 or v1 == 0:
             return False
         scratch.copy_(self.weights)
         if int(self.header[VERSION]) != v1:
             return False
-        read_flat(model, scratch)
         self._seen = v1
         return True
 

@@ -15,12 +15,17 @@ from .transition import EP_END, EXPLORED, FIRST, FLAG_GET, LAST, TERM, TRUNC
 class Rollout:
     def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int,
                  reward_scale: float = 1.0, act_bf16: bool = False):
-        """``act_bf16``: choose actions with the model's ``bf16_q_values`` (a pixel DQN of
-        ``models``, made channels_last here; weights loaded later keep that layout)."""
+        """``act_bf16``: choose actions with a folded bf16 copy of ``model``
+        (``models.acting.Bf16ActingNet``, a pixel DQN of ``models``); whoever loads new weights
+        into ``model`` calls ``weights_loaded``."""
         self.env, self.model, self.clip, self.scale = env, model, clip_rewards, reward_scale
         self.act_bf16 = act_bf16
         if act_bf16:
-            model.to(memory_format=torch.channels_last)
+            from models.acting import Bf16ActingNet
+
+            self.policy = Bf16ActingNet(model)
+        else:
+            self.policy = model
         M = self.num_envs = env.num_envs
         self.rng = np.random.default_rng(seed)
         frames = env.reset(seed=seed)
@@ -33,6 +38,11 @@ class Rollout:
         self.got_flag = np.zeros(M, bool)
         self.env_ids = np.arange(M, dtype=np.uint16)
         self.act_ns = self.step_ns = 0
+
+    def weights_loaded(self) -> None:
+        """The model took new weights: the acting copy, where there is one, follows."""
+        if self.policy is not self.model:
+            self.policy.refresh()
 
     def break_streams(self) -> None:
         """The records of the last step were lost (a dropped push): every env's next record
@@ -49,9 +59,8 @@ class Rollout:
         with torch.inference_mode():
             obs = torch.from_numpy(self.stack)
             if self.act_bf16:
-                q = self.model.bf16_q_values(obs.contiguous(memory_format=torch.channels_last))
-            else:
-                q = self.model(obs)
+                obs = obs.contiguous(memory_format=torch.channels_last)  # oneDNN's bf16 convs run fastest on NHWC
+            q = self.policy(obs)
             greedy = q.argmax(1).numpy()
         explore = self.rng.random(M) < eps
         actions = np.where(explore, self.rng.integers(0, self.env.n_actions, M), greedy)

@@ -60,31 +60,64 @@ def test_channels_last_gives_same_q_values():
     assert torch.allclose(m2(x.contiguous(memory_format=torch.channels_last)), ref, atol=1e-4)
 
 
-@pytest.mark.parametrize("arch, quantiles", [("batchnorm", 0), ("batchnorm", 51), ("impala-s", 51), ("nature", 0)])
-def test_bf16_acting_matches_fp32_acting(arch, quantiles):
-    """A collector acting in bf16 (convs in bf16 on channels_last frames, the head in fp32) reads
-    the Q-values fp32 reads to within bf16's rounding, picks the same greedy actions but where two
-    actions' values are that close, and gives fp32 Q-values, so argmax sees no rounded ties."""
+def _trained_stats(model):
+    model.train()
+    model(_obs(32))  # running statistics away from their init
+    return model.eval()
+
+
+@pytest.mark.parametrize("arch, quantiles, dueling", [("batchnorm", 0, False), ("batchnorm", 51, False),
+                                                       ("batchnorm", 0, True), ("impala-s", 51, True),
+                                                       ("impala", 0, False), ("nature", 0, False)])
+def test_bf16_acting_matches_fp32_acting(arch, quantiles, dueling):
+    """A collector acting in bf16 (BatchNorm and the input scaling folded into bf16 convs on
+    channels_last frames, the head's output layer in fp32) reads the Q-values fp32 reads to
+    within bf16's rounding, picks the same greedy actions but where two actions' values are that
+    close, and gives fp32 Q-values, so argmax sees no rounded ties."""
+    from models.acting import Bf16ActingNet
+
     torch.manual_seed(0)
-    m = build_model(arch, 4, 6, quantiles=quantiles)
-    m(_obs(32))  # running statistics away from their init
-    m.eval()
+    m = _trained_stats(build_model(arch, 4, 6, dueling, quantiles))
+    net = Bf16ActingNet(m)
+    assert not any(isinstance(x, torch.nn.BatchNorm2d) for x in net.modules())  # every one folded
+    assert net.features[0].weight.dtype == torch.bfloat16
     x = _obs(64, seed=2)
     with torch.inference_mode():
         ref = m(x)
-        q = m.to(memory_format=torch.channels_last).bf16_q_values(x.contiguous(memory_format=torch.channels_last))
+        q = net(x.contiguous(memory_format=torch.channels_last))
     assert q.dtype == torch.float32 and q.shape == ref.shape
-    spread = (ref.max() - ref.min()).item()
-    assert (q - ref).abs().max().item() < 0.05 * spread
+    spread, err = (ref.max() - ref.min()).item(), (q - ref).abs().max().item()
+    assert err < 0.05 * spread
     top2 = ref.topk(2, dim=1).values
-    clear = (top2[:, 0] - top2[:, 1]) > 0.1 * spread  # not a near-tie in fp32
+    clear = (top2[:, 0] - top2[:, 1]) > 2 * err  # no rounding can swap the best two
     assert clear.sum() >= 8 and torch.equal(q.argmax(1)[clear], ref.argmax(1)[clear])
     assert len(set(q[0].tolist())) == 6  # no two actions rounded into the same value
+    assert all(p.dtype == torch.float32 for p in m.parameters())  # the trained network is untouched
+
+
+def test_bf16_acting_copy_follows_the_weights_it_is_refreshed_with():
+    """The acting copy has tensors of its own: new weights loaded into the network (as a
+    collector loads the learner's) reach it at ``refresh``, and only then."""
+    from models.acting import Bf16ActingNet
+
+    torch.manual_seed(0)
+    m, other = _trained_stats(BatchNormDQN(4, 6, quantiles=51)), _trained_stats(BatchNormDQN(4, 6, quantiles=51))
+    net = Bf16ActingNet(m)
+    x = _obs(16, seed=3).contiguous(memory_format=torch.channels_last)
+    with torch.inference_mode():
+        before = net(x)
+        buf = torch.empty(flat_size(other))
+        write_flat(other, buf)
+        read_flat(m, buf)
+        assert torch.equal(net(x), before)  # still the old weights
+        net.refresh()
+        assert torch.equal(net(x), Bf16ActingNet(m)(x))  # the new ones, as a fresh copy reads them
+        assert (net(x) - before).abs().max() > 1e-3
 
 
 def test_weights_loaded_into_a_channels_last_model_act_the_same():
-    """Collectors acting in bf16 keep a channels_last copy; the learner's flat weights (written
-    in logical order) load into it as into an NCHW model."""
+    """The learner trains a channels_last network; its flat weights (written in logical order)
+    load into a channels_last model as into an NCHW one."""
     src, nchw = BatchNormDQN(4, 6), BatchNormDQN(4, 6)
     nhwc = BatchNormDQN(4, 6).to(memory_format=torch.channels_last)
     src(_obs(16))
@@ -99,8 +132,10 @@ def test_weights_loaded_into_a_channels_last_model_act_the_same():
 
 
 def test_rollout_acting_in_bf16_plays_the_bf16_greedy_actions():
-    """Rollout(act_bf16=True), as a collector on a bf16 CPU builds it: the network goes
-    channels_last and the greedy actions (epsilon 0) are the argmax of bf16_q_values."""
+    """Rollout(act_bf16=True), as a collector on a bf16 CPU builds it: the greedy actions
+    (epsilon 0) are the argmax of the folded bf16 copy, and after new weights are loaded and
+    announced (``weights_loaded``, as ``Collector.load_weights`` does) they follow the new ones."""
+    from models.acting import Bf16ActingNet
     from pipeline.rollout import Rollout
     from wrappers.batched import BatchStep
 
@@ -119,15 +154,30 @@ def test_rollout_acting_in_bf16_plays_the_bf16_greedy_actions():
                              np.full(self.num_envs, np.nan, np.float32), no)
 
     torch.manual_seed(0)
-    model = build_model("batchnorm", 4, 6, quantiles=51).eval()
+    model = _trained_stats(build_model("batchnorm", 4, 6, quantiles=51))
     rollout = Rollout(NoiseEnvs(), model, 4, False, seed=0, act_bf16=True)
-    assert model.features[0].weight.is_contiguous(memory_format=torch.channels_last)
-    for _ in range(3):
+
+    def greedy_now(net):
         stack = torch.from_numpy(rollout.stack.copy()).contiguous(memory_format=torch.channels_last)
         with torch.inference_mode():
-            expected = model.bf16_q_values(stack).argmax(1).numpy()
+            return net(stack).argmax(1).numpy()
+
+    for _ in range(3):
+        expected = greedy_now(Bf16ActingNet(model))
         _, fields, _, _ = rollout.step(0.0)
         assert np.array_equal(fields["action"], expected)
+    stale, other = Bf16ActingNet(model), _trained_stats(build_model("batchnorm", 4, 6, quantiles=51))
+    buf = torch.empty(flat_size(other))
+    write_flat(other, buf)
+    read_flat(model, buf)
+    rollout.weights_loaded()
+    differ = 0
+    for _ in range(3):
+        expected = greedy_now(Bf16ActingNet(other))
+        differ += int(not np.array_equal(expected, greedy_now(stale)))  # the old weights would act otherwise
+        _, fields, _, _ = rollout.step(0.0)
+        assert np.array_equal(fields["action"], expected)
+    assert differ > 0
 
 
 def test_eval_mode_uses_running_stats_for_any_batch_size():

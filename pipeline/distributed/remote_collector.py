@@ -77,8 +77,6 @@ class RemoteCollector:
         import ray
         import torch
 
-        from models.weights import read_flat
-
         t_start = time.perf_counter_ns()
         idle = 0 if self.last_end is None else t_start - self.last_end
         if req.launch != self.launch:  # the first request of this start
@@ -90,7 +88,7 @@ class RemoteCollector:
             self.version, self.launch = 0, req.launch
         if req.weights_version != self.version:
             # a copy: the object store's array is read-only
-            read_flat(self.collector.model, torch.from_numpy(ray.get(req.weights[0]).copy()))
+            self.collector.load_weights(torch.from_numpy(ray.get(req.weights[0]).copy()))
             self.version = req.weights_version
         b = self.block
         played, env0, act0 = b.played, b.env_ns, b.act_ns
