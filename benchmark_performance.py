@@ -167,7 +167,8 @@ def main(argv=None) -> int:
         "game": "ALE/Pong-v5", "replay_ratio": LADDER_BASE["replay_ratio"], "seconds_per_row": seconds,
         "quick": args.quick, "ladder_base": LADDER_BASE, "bench_run": {k: v for k, v in BENCH_RUN.items()}}}
     m = result["machine"]
-    print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gib']} GiB, GPU {m['gpu']}; "
+    print(f"Machine: {m['cpu']}, {m['cores']} cores ({'bf16' if m['cpu_bf16'] else 'fp32'} on the CPU), "
+          f"{m['ram_gib']} GiB, GPU {m['gpu']}; "
           f"load average at start {m['load_avg_at_start']}", flush=True)
     if args.only == "ray":
         from bench.ray_rows import bench_ray

@@ -105,10 +105,14 @@ def fill_replay(replay, n: int, envs: int, first_p: float, chunk: int) -> None:
 
 
 def machine() -> dict:
-    from pipeline.settings.hardware import detect_hardware
+    """What a figure was measured on: the CPU by name, family and model (figures compare only
+    within one; every EPYC generation is named "AMD EPYC"), whether its learner trains in bf16,
+    cores, memory, GPU, versions and the load at the start."""
+    from pipeline.settings.hardware import cpu_name, detect_hardware
 
     hw = detect_hardware()
-    return {"cores": hw.cores, "cpu": hw.cpu_model, "ram_gib": round(hw.ram_bytes / 2**30, 1),
+    return {"cores": hw.cores, "cpu": cpu_name(hw.cpu_model, hw.cpu_id), "cpu_bf16": hw.bf16_pays and not hw.cuda,
+            "ram_gib": round(hw.ram_bytes / 2**30, 1),
             "gpu": hw.gpu_name, "torch": torch.__version__, "python": platform.python_version(),
             "load_avg_at_start": os.getloadavg()}
 
