@@ -45,7 +45,6 @@ class Bf16ActingNet(nn.Module):
 
     def __init__(self, model: nn.Module):
         super().__init__()
-        self.source = [model]  # a list: not a submodule, so the copy's state is its own
         features, head = copy.deepcopy(model.features), copy.deepcopy(model.head)
         if not isinstance(features[0], nn.Conv2d):
             raise TypeError(f"{type(model).__name__}: its first layer must be a convolution to take the input scaling")

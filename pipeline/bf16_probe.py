@@ -1,8 +1,8 @@
 """The learner's bf16 probe: how much faster a training step of the default network runs under
-bf16 autocast than in fp32 on this CPU. Measured once per CPU model (``settings.hardware.cpu_name``) and torch version, at the
-start of the first training run on it (``run.prepare_run``, before the profile picks the
-learner's precision), and kept for every later run and ``python config_optimized.py``
-(``settings/hardware.py`` reads it back)."""
+bf16 autocast than in fp32 on this CPU. Measured once per CPU model (``settings.hardware.cpu_name``)
+and torch version, at the start of the first training run on it (``run.prepare_run``, before the
+profile picks the learner's precision), and kept for every later run and ``python
+config_optimized.py`` (``settings/hardware.py`` reads it back)."""
 from __future__ import annotations
 
 import contextlib
