@@ -14,8 +14,8 @@ exact arithmetic (torch's ``fuse_conv_bn_weights``); the output layers stay fp32
 Q-values within bf16's ~0.4% of each other do not round into ties that argmax breaks toward
 the first action.
 
-The copy has tensors of its own: ``refresh`` recomputes them from the trained network in place
-(no allocation), and the collector calls it whenever it loads new weights
+The copy has tensors of its own: ``refresh`` recomputes them from the trained network and copies
+them into the copy's tensors in place (0.3-1.8 ms), and the collector calls it whenever it loads new weights
 (``Rollout.weights_loaded``).
 """
 from __future__ import annotations
