@@ -127,10 +127,14 @@ class LearnerConfig:
     bn_targets: str = doc("BatchNorm statistics the s' forwards of the targets normalize with: the running ones "
                           "(eval mode), or the s' batch's own, as Q(s) is normalized in training", "running",
                           choices=("running", "batch"))
-    amp: bool = doc("mixed precision (bf16 autocast on CPU, fp16 + GradScaler on CUDA)", True)
-    amp_dtype: str = doc("autocast dtype (fp16 needs CUDA)", "auto", choices=("auto", "bf16", "fp16"))
+    amp: bool = doc("mixed precision (bf16 autocast; fp16 + GradScaler on CUDA GPUs older than Ampere)", True)
+    amp_dtype: str = doc("autocast dtype (fp16 needs CUDA; auto: bf16, fp16 on CUDA GPUs without bf16)", "auto",
+                         choices=("auto", "bf16", "fp16"))
     compile: bool = doc("torch.compile the learner's loss (the targets' and Q(s)'s forwards, the loss) and its "
                         "backward as one graph; the first updates wait for the compile", False)
+    cuda_graphs: bool = doc("with --compile on a CUDA learner, replay the compiled loss and its backward as CUDA graphs "
+                            "(torch.compile's reduce-overhead mode: one launch per graph, not one per kernel); "
+                            "no effect on a CPU or with --grad-accum-steps above 1", True)
     channels_last: bool = doc("channels_last (NHWC) memory format for the convs (CUDA, and CPU bf16 via oneDNN)", False)
     learner_threads: int = doc("torch threads in the learner process; 0 = the profile's choice (cpu-small: all "
                                "cores, others: cores left after collectors)", 0)

@@ -136,8 +136,9 @@ class Trainer:
         compiling = learner.compile_due()
         if compiling:
             learner.compile_loss()
-            self.log(f"[MAIN] Compiling the learner's loss and its backward (torch.compile) at {learner.updates:,} "
-                     "updates; the collectors wait for it")
+            graphs = ", replayed as CUDA graphs" if learner.compile_mode == "reduce-overhead" else ""
+            self.log(f"[MAIN] Compiling the learner's loss and its backward (torch.compile{graphs}) at "
+                     f"{learner.updates:,} updates; the collectors wait for it")
         if cfg.learner.lr_decay_steps:
             learner.set_lr(lr_schedule(cfg.learner, steps))
         out = learner.update(batches)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline.learner import COMPILE_AFTER_UPDATES, Learner
+from pipeline.learner import COMPILE_AFTER_UPDATES, Learner, amp_dtype_for, compile_mode
 from tests.proc_utils import ROOT
 
 
@@ -330,3 +330,26 @@ def test_a_compile_that_fails_at_run_time_warns_once_and_trains_on_eagerly():
     assert not hasattr(lrn.loss, "_torchdynamo_orig_callable")
     lrn.update([lrn.to_device(_batch(32, seed=1))])
     assert lrn.updates == COMPILE_AFTER_UPDATES + 2
+
+
+def test_cuda_graphs_only_on_cuda_and_without_gradient_accumulation():
+    """The compiled loss replays as CUDA graphs on a CUDA learner; a CPU compiles as before, and
+    gradient accumulation keeps the default mode (the graphs' pool would hold one micro-batch's
+    gradients where the next replay writes)."""
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    lrn = Config.of().learner
+    assert compile_mode(cuda, lrn) == "reduce-overhead"
+    assert compile_mode(cpu, lrn) is None
+    assert compile_mode(cuda, Config.of(cuda_graphs=False).learner) is None
+    assert compile_mode(cuda, Config.of(grad_accum_steps=2).learner) is None
+
+
+def test_autocast_is_bf16_except_on_cuda_gpus_without_it():
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert amp_dtype_for(cpu, True) == torch.bfloat16
+    assert amp_dtype_for(cuda, True, "auto", cuda_bf16=True) == torch.bfloat16
+    assert amp_dtype_for(cuda, True, "auto", cuda_bf16=False) == torch.float16
+    assert amp_dtype_for(cuda, True, "fp16", cuda_bf16=True) == torch.float16
+    assert amp_dtype_for(cuda, True, "bf16", cuda_bf16=False) == torch.bfloat16
+    assert amp_dtype_for(cuda, False) is None
+

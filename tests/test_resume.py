@@ -55,8 +55,8 @@ def _learner(cfg: Config) -> Learner:
 
 
 def test_a_cpu_bf16_run_resumes_with_fp16_and_a_fresh_scaler(tmp_path):
-    """A CPU run (bf16 autocast, the GradScaler off: it saves {}) moved to a CUDA machine, where
-    auto picks fp16 and the scaler is on. fp16 autocast runs on the CPU too (slowly: batch 2)."""
+    """A CPU run (bf16 autocast, the GradScaler off: it saves {}) moved to a CUDA GPU without bf16,
+    where auto picks fp16 and the scaler is on. fp16 autocast runs on the CPU too (slowly: batch 2)."""
     run_dir = tmp_path / "run"
     cpu = Config.of(env=CATCH, run_dir=str(run_dir), amp=True, amp_dtype="bf16", save_replay=False)
     trained = _learner(cpu)
