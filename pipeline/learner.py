@@ -272,9 +272,11 @@ class Learner:
         losses, tds, qs = [], [], []
         for b in micro_batches:
             # Under CUDA graphs (compile_mode) a replay writes its outputs where the last replay
-            # wrote them: each micro-batch starts a new step, and what outlives it is copied out.
-            # On every other device both are a few microseconds, so there is one path for all.
-            torch.compiler.cudagraph_mark_step_begin()
+            # wrote them: each micro-batch starts a new step, and what outlives it is copied out
+            # (the copies cost microseconds, so every device makes them). Marking the step imports
+            # inductor's CUDA-graph trees, ~600 modules and 2 s, so only a graphed run does it.
+            if self.compile_mode == "reduce-overhead":
+                torch.compiler.cudagraph_mark_step_begin()
             loss, td, q = self.loss(b)
             with record_function("learner.backward"):
                 self.scaler.scale(loss / len(micro_batches)).backward()
