@@ -35,7 +35,9 @@ def test_a_run_trains_with_the_scheduled_rate_and_a_resume_goes_on_with_it(tmp_p
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     c = Config.of(lr=1e-3, lr_decay_start=1500, lr_decay_steps=1000, lr_end=1e-4).learner
     assert [r["lr"] for r in rows] == [pytest.approx(lr_schedule(c, r["agent_steps"])) for r in rows]
-    assert rows[0]["agent_steps"] < 1500 and rows[0]["lr"] == 1e-3 and rows[-1]["lr"] == pytest.approx(1e-4)
+    # the first epoch ends before the fall: collectors can run at most 1,000 steps (the replay
+    # ratio's slack) past --learning-starts 500 before updates pay for more, and at 1,500 it starts
+    assert rows[0]["agent_steps"] <= 1500 and rows[0]["lr"] == 1e-3 and rows[-1]["lr"] == pytest.approx(1e-4)
     assert "LR: 0.0001" in out
 
     def trained_lr():
