@@ -150,7 +150,6 @@ class Learner:
         # walks every module, and a compiled loss would have to guard on it.
         self.argmax_model = self.model if cfg.bn_targets == "batch" else sharing_copy(self.model).eval()
         self.compiled = False  # see compile_due
-        self.compile_mode: str | None = None  # torch.compile's mode once compiled (compile_mode)
         self.compile_after = COMPILE_AFTER_UPDATES  # a benchmark row compiles at once (0), before it measures
         self.compile_error: str | None = None  # why compiling failed at run time (the run trains eagerly)
         self._eager_loss = self.loss
@@ -165,6 +164,11 @@ class Learner:
                 and self.updates >= self.compile_after)
 
     @property
+    def cuda_graphs(self) -> bool:
+        """The compiled loss and its backward replay as CUDA graphs (compile_mode)."""
+        return self.compiled and compile_mode(self.device, self.cfg) == "reduce-overhead"
+
+    @property
     def compile_done(self) -> bool:
         """No compile stall is ahead: --compile is off, or the compiled loss has run an update,
         or compiling failed and the learner trains eagerly."""
@@ -176,8 +180,7 @@ class Learner:
         and the quantile loss fuse around the convolutions both ways (the update ran 1.11x alone
         and 1.15x inside the Pong pipeline on a 2-core AMD EPYC Zen 5 in bf16). The compile
         itself happens in the next update, which waits for it."""
-        self.compile_mode = compile_mode(self.device, self.cfg)
-        self.loss = torch.compile(self.loss, dynamic=False, mode=self.compile_mode)
+        self.loss = torch.compile(self.loss, dynamic=False, mode=compile_mode(self.device, self.cfg))
         self.compiled = True
 
     def _autocast(self):
@@ -260,7 +263,7 @@ class Learner:
         except Exception as e:  # torch._dynamo's BackendCompilerFailed and whatever inductor raises
             first = (str(e).strip().splitlines() or [""])[0]
             self.compile_error = f"{type(e).__name__}: {first[:300]}"
-            self.loss, self.compiled, self.compile_mode = self._eager_loss, False, None
+            self.loss, self.compiled = self._eager_loss, False
             self.optimizer.zero_grad(set_to_none=True)
             return self._update(micro_batches)
         self._compile_proven = True
@@ -271,18 +274,18 @@ class Learner:
         self.optimizer.zero_grad(set_to_none=True)
         losses, tds, qs = [], [], []
         for b in micro_batches:
-            # Under CUDA graphs (compile_mode) a replay writes its outputs where the last replay
-            # wrote them: each micro-batch starts a new step, and what outlives it is copied out
-            # (the copies cost microseconds, so every device makes them). Marking the step imports
+            # Under CUDA graphs a replay writes its outputs where the last replay wrote them: each
+            # update starts a new step, and its outputs are read (the sync, td_abs) before the next
+            # one (graphs are off with accumulation: compile_mode). Marking the step imports
             # inductor's CUDA-graph trees, ~600 modules and 2 s, so only a graphed run does it.
-            if self.compile_mode == "reduce-overhead":
+            if self.cuda_graphs:
                 torch.compiler.cudagraph_mark_step_begin()
             loss, td, q = self.loss(b)
             with record_function("learner.backward"):
                 self.scaler.scale(loss / len(micro_batches)).backward()
-            losses.append(loss.detach().clone())
-            tds.append(td.clone())
-            qs.append(q.clone())
+            losses.append(loss.detach())
+            tds.append(td)
+            qs.append(q)
         # The gradient's norm joins the update's one host sync: bf16 and fp32 have no GradScaler
         # to catch a non-finite gradient (the loss can be finite), and clip_grad_norm_ would turn
         # inf into NaN and Adam write it into every weight. Unscaled first (fp16), so the scaler

@@ -136,7 +136,7 @@ class Trainer:
         compiling = learner.compile_due()
         if compiling:
             learner.compile_loss()
-            graphs = ", replayed as CUDA graphs" if learner.compile_mode == "reduce-overhead" else ""
+            graphs = ", replayed as CUDA graphs" if learner.cuda_graphs else ""
             self.log(f"[MAIN] Compiling the learner's loss and its backward (torch.compile{graphs}) at "
                      f"{learner.updates:,} updates; the collectors wait for it")
         if cfg.learner.lr_decay_steps:
