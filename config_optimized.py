@@ -251,8 +251,8 @@ PROFILES: dict[str, dict] = {
     # A GPU trains on more samples per second, so more envs feed it and weights go out more often.
     # They keep the preset's batch, so the recipe learns per agent step as it does on a CPU: with
     # batch 1024 at the same replay ratio (32x fewer updates) Pong on an H200 was still at -19.8
-    # after 546k agent steps, where batch 32 is at -14..-2. (The GPU's updates/s at batch 32 are
-    # not measured yet.)
+    # after 546k agent steps, where batch 32 is at -14..-2. Their collectors and replay are Mario's;
+    # an Atari game gets its own (scale_profile).
     "gpu-minimum": dict(num_collectors=2, model_update_frequency=5, ring_capacity=8192, channels_last=True),
     "gpu-recommended": dict(num_collectors=4, envs_per_collector=16, buffer_size=500_000,
                             model_update_frequency=5, ring_capacity=16384, compile=True, channels_last=True),
@@ -345,6 +345,15 @@ def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
     if name == "cpu-large":
         over["num_collectors"] = max(1, min(8, (hw.cores - 2) // 2))
     elif name.startswith("gpu"):
+        if family_of(env or Config.env) == "atari":
+            # An Atari collector plays ~1,000 agent steps/s, more than a GPU's batch-32 learner takes
+            # at 8 samples per agent step, so two of 8 envs feed it, and fewer envs end their first
+            # games sooner: on an H100 (16-core Xeon host) Pong made ~965 agent steps/s at 241
+            # updates/s with 2 x 8 envs, the collectors held back 38% of the time, and its last-20
+            # mean reached 0 at 288k agent steps in 5.7 min, where 8 x 32 envs had ended no game by
+            # 140k. The replay stays the preset's, as on a CPU (1M is a recipe change, unmeasured).
+            over.update(num_collectors=2, envs_per_collector=8)
+            over.pop("buffer_size", None)
         over["num_collectors"] = max(1, min(over.get("num_collectors", CollectorConfig.num_collectors), hw.cores - 2))
     per = FRAME_BYTES + REPLAY_META_BYTES
     fit = int(hw.ram_available_bytes * 0.5 // per)

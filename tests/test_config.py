@@ -39,6 +39,19 @@ def test_profile_fits_buffer_to_available_ram():
     assert cfg.replay.buffer_size * 7062 <= 0.5 * 4 * 0.9 * GiB
 
 
+def test_gpu_profiles_feed_atari_from_few_envs_and_keep_its_replay():
+    """Atari on a GPU: two collectors of 8 envs (its first games end sooner) and the preset's
+    replay; Mario keeps the profile's collectors, whose emulator bounds each of them."""
+    big = hw(32, 128, True, 24)
+    for profile in ("gpu-minimum", "gpu-recommended", "gpu-optimal"):
+        atari = resolve_config({"profile": profile, "env": "ALE/Pong-v5"}, big).cfg
+        assert (atari.collectors.num_collectors, atari.collectors.envs_per_collector) == (2, 8)
+        assert atari.replay.buffer_size == Config().replay.buffer_size
+    mario = resolve_config({"profile": "gpu-optimal"}, big).cfg
+    assert (mario.collectors.num_collectors, mario.collectors.envs_per_collector) == (8, 32)
+    assert mario.replay.buffer_size == 1_000_000
+
+
 def _error(machine=None, **kw):
     cfg = Config().replace(**kw)
     with pytest.raises(ConfigError) as e:
