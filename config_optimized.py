@@ -306,8 +306,8 @@ def profile_reason(name: str, hw: Hardware, env: str | None = None) -> str:
 def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
     """A named profile for ``env`` (default: the Config's game), with the collector count and
     learner threads fitted to this machine's cores and the replay to half of the available RAM."""
+    family = family_of(env or Config.env)
     if name == "autotuned":
-        family = family_of(env or Config.env)
         over = load_autotuned(family)
         if over is None:
             raise ConfigError(f"--profile autotuned: no {autotuned_path(family)}; run benchmark_performance.py "
@@ -330,11 +330,9 @@ def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
         # impala-s Pong run +11% agent steps/s; the default network's run unchanged).
         over["act_bf16"] = hw.bf16_pays
     if name == "cpu-small":
-        from presets import is_mario
-
         # The NES emulator keeps a Mario collector busy on its core (94% of its time), so there the
         # learner takes only the cores left; two threads slowed Mario from ~195 to ~125 env steps/s.
-        mario = is_mario(env or Config.env)
+        mario = family == "mario"
         over["learner_threads"] = max(1, hw.cores - CollectorConfig.num_collectors) if mario else hw.cores
         # ... and steps its envs on two threads (the emulator releases the GIL), taking the core time
         # the learner leaves idle between its paced updates: 213-215 -> 232-235 agent steps/s on the
@@ -345,7 +343,7 @@ def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
     if name == "cpu-large":
         over["num_collectors"] = max(1, min(8, (hw.cores - 2) // 2))
     elif name.startswith("gpu"):
-        if family_of(env or Config.env) == "atari":
+        if family == "atari":
             # An Atari collector plays ~1,000 agent steps/s, more than a GPU's batch-32 learner takes
             # at 8 samples per agent step, so two of 8 envs feed it, and fewer envs end their first
             # games sooner: on an H100 (16-core Xeon host) Pong made ~965 agent steps/s at 241
