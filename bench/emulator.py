@@ -9,7 +9,9 @@ action set, so each figure is what the layer above it could reach at most:
    gym-super-mario-bros keeps in Python, so this is an upper bound for a native Mario env);
 3. ``wrapped env``: our single-frame Mario env (action set, gray 84x84, frame skip with max-pool,
    episode statistics), agent steps/s times the frame skip;
-4. ``batched envs``: the collector's ``BatchedEnv`` of 8 such envs (gymnasium SyncVectorEnv);
+4. ``batched envs``: the collector's ``BatchedEnv`` of 8 envs, as a collector steps them (nes-py's
+   vector emulator with the game's logic on arrays, ``wrappers/mario_vector.py``) and as 8 of the
+   Python envs above in a gymnasium SyncVectorEnv (``native=False``);
 5. ``rollout``: ``Rollout.step`` as a collector runs it: batched epsilon-greedy acting with the
    BatchNorm DQN (in bf16 where the profile acts in bf16), the env step and the records; its act
    / env shares come from its own timers. It runs twice: at epsilon 1, so it plays the uniform
@@ -107,10 +109,10 @@ def wrapped_env_steps_per_s(env_id: str, opts, windows: int, seconds: float) -> 
         env.close()
 
 
-def batched_env_steps_per_s(env_id: str, opts, windows: int, seconds: float) -> float:
+def batched_env_steps_per_s(env_id: str, opts, windows: int, seconds: float, native: bool = True) -> float:
     from wrappers import BatchedEnv
 
-    env = BatchedEnv(env_id, opts, NUM_ENVS)
+    env = BatchedEnv(env_id, opts, NUM_ENVS, native=native)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
 
@@ -165,6 +167,7 @@ def bench_emulator(env_id: str = "SuperMarioBros-1-1-v0", windows: int = 5, seco
     vec = vector_emulator_frames_per_s(cfg.env_options.mario_actions, windows, seconds)
     wrapped = wrapped_env_steps_per_s(env_id, opts, windows, seconds)
     batched = batched_env_steps_per_s(env_id, opts, windows, seconds)
+    batched_python = batched_env_steps_per_s(env_id, opts, windows, seconds, native=False)
     roll = rollout_steps_per_s(env_id, opts, cfg.env_options.frame_stack, windows, seconds, cfg.collectors.act_bf16)
     played = rollout_steps_per_s(env_id, opts, cfg.env_options.frame_stack, windows, seconds, cfg.collectors.act_bf16,
                                  eps=0.1)
@@ -172,6 +175,7 @@ def bench_emulator(env_id: str = "SuperMarioBros-1-1-v0", windows: int = 5, seco
     return {"env": env_id, "frame_skip": skip, "num_envs": NUM_ENVS, "mario_actions": cfg.env_options.mario_actions,
             "emulator_frames_per_s": emu, "vector_emulator_frames_per_s": vec,
             "wrapped_env_frames_per_s": wrapped * skip, "batched_env_frames_per_s": batched * skip,
+            "batched_python_env_frames_per_s": batched_python * skip,
             "rollout_frames_per_s": roll["steps_per_s"] * skip, "rollout_steps_per_s": roll["steps_per_s"],
             "rollout_shares": {k: roll[k] for k in ("act_share", "env_share", "other_share")},
             "act_bf16": cfg.collectors.act_bf16,
@@ -187,7 +191,8 @@ def print_emulator(e: dict) -> None:
     for label, key in (("nes-py NESEnv (gym-super-mario-bros)", "emulator_frames_per_s"),
                        (f"nes-py VectorNESEmulator x{e['num_envs']} + native gray copy", "vector_emulator_frames_per_s"),
                        ("wrapped env (actions, gray 84x84, skip+max, stats)", "wrapped_env_frames_per_s"),
-                       (f"BatchedEnv x{e['num_envs']} (SyncVectorEnv)", "batched_env_frames_per_s"),
+                       (f"BatchedEnv x{e['num_envs']}, Python envs (SyncVectorEnv)", "batched_python_env_frames_per_s"),
+                       (f"BatchedEnv x{e['num_envs']}, native vector (MarioVectorEnv)", "batched_env_frames_per_s"),
                        ("Rollout.step (acting + env + records), random actions", "rollout_frames_per_s"),
                        ("Rollout.step, a seeded untrained network at epsilon 0.1", "policy_rollout_frames_per_s")):
         print(f"| {label} | {e[key]:,.0f} | {100 * e[key] / emu:.0f}% |")

@@ -343,3 +343,64 @@ def test_mario_envs_on_threads_play_the_same_games_as_on_one():
         one.close()
         two.close()
     assert two.pool._shutdown
+
+
+def _same_play(env_id: str, opts: EnvOptions, num_envs: int, steps: int, flag_at: int | None = None,
+               num_threads: int = 1, recorded_starts: bool = True) -> np.ndarray:
+    """Plays the Python Mario envs and the native vector ones side by side with the same seeded,
+    mostly right-moving actions; asserts every BatchStep field equal at every step and returns the
+    rewards seen. At ``flag_at`` env 0's OperMode byte is set to 2 (a world's end) in both.
+    ``recorded_starts=False``: the native envs emulate their no-op starts instead of loading them."""
+    py = BatchedEnv(env_id, opts, num_envs, native=False)
+    nat = BatchedEnv(env_id, opts, num_envs, num_threads=num_threads)
+    try:
+        assert type(py.groups[0]).__name__ == "SyncVectorEnv" and type(nat.groups[0]).__name__ == "MarioVectorEnv"
+        assert all(len(g.starts) == opts.noop_max + 1 for g in nat.groups)
+        if not recorded_starts:
+            for g in nat.groups:
+                g.starts = None
+        assert np.array_equal(py.reset(seed=3), nat.reset(seed=3))
+        rng = np.random.default_rng(0)
+        rewards = []
+        for t in range(steps):
+            if t == flag_at:
+                for ram in (py.groups[0].envs[0].unwrapped.ram, nat.groups[0].rams[0]):
+                    ram[0x0770] = 2
+            actions = rng.choice([1, 1, 1, 2, 0, 5, 6], size=num_envs)
+            a, b = py.step(actions), nat.step(actions)
+            for field in ("frames", "rewards", "terminated", "truncated", "reset", "x_pos", "flag"):
+                assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=field == "x_pos"), (t, field)
+            rewards.append(a.rewards)
+        return np.array(rewards)
+    finally:
+        py.close()
+        nat.close()
+
+
+@pytest.mark.parametrize("recorded_starts", [True, False])
+def test_native_mario_vector_plays_a_stage_as_the_python_envs_do(recorded_starts):
+    """MarioVectorEnv (nes-py's vector emulator, gym-super-mario-bros' logic on arrays) against the
+    Python envs on a stage: seeded no-op starts (loaded from the recorded ones, or emulated),
+    deaths (-25 in a step's reward), resets, a flag (the completion reward: +50, clipped to 15)
+    and envs split over two threads all give the same frames, rewards, endings, resets,
+    positions and flags."""
+    rewards = _same_play("SuperMarioBros-1-1-v0", EnvOptions(mario_actions="simple", noop_max=8), 3, 300,
+                         flag_at=20, num_threads=2, recorded_starts=recorded_starts)
+    assert (rewards <= -10).any() and (rewards == 15).any()
+
+
+def test_native_mario_vector_plays_the_whole_game_as_the_python_envs_do():
+    """The whole game (SuperMarioBros-v0): a death does not end the episode; the env cuts its
+    animation short (_kill_mario) and plays on with a life less, and the end of a world skips its
+    cut-scene (_skip_end_of_world)."""
+    rewards = _same_play("SuperMarioBros-v0", EnvOptions(mario_actions="simple", noop_max=0), 2, 300, flag_at=40)
+    assert (rewards <= -10).any()
+
+
+def test_mario_with_sticky_actions_or_a_render_mode_steps_the_python_envs():
+    for opts, render_mode in ((EnvOptions(sticky_actions=0.25), None), (EnvOptions(), "rgb_array")):
+        env = BatchedEnv("SuperMarioBros-1-1-v0", opts, 1, render_mode=render_mode)
+        try:
+            assert type(env.groups[0]).__name__ == "SyncVectorEnv"
+        finally:
+            env.close()
