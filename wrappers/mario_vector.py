@@ -91,8 +91,9 @@ class MarioVectorEnv:
         from nes_py.wrappers import JoypadSpace
 
         if not supports(env_id, opts):
-            raise ValueError(f"MarioVectorEnv plays Super Mario Bros stages without sticky actions, not {env_id!r} "
-                             f"with sticky_actions={opts.sticky_actions}; use the Python envs (BatchedEnv native=False)")
+            raise ValueError(f"MarioVectorEnv plays Super Mario Bros (and the Lost Levels) without sticky actions, "
+                             f"not {env_id!r} with sticky_actions={opts.sticky_actions}; use the Python envs "
+                             f"(BatchedEnv native=False)")
         self.num_envs, self.opts = num_envs, opts
         # The reference env builds the start state: its constructor skips the start screen (and
         # writes a stage's world and area) and keeps that state as the one every reset restores.
@@ -105,27 +106,26 @@ class MarioVectorEnv:
             self.start = smb.dump_state()
             self.single_stage = bool(smb.is_single_stage_env)
             self.buttons = np.array([self.ref._action_map[a] for a in range(self.ref.action_space.n)], np.uint8)
+            self.single_action_space = gym.spaces.Discrete(len(self.buttons))
             self.emu = VectorNESEmulator(smb._rom_path, num_envs)
+            self.rams = self.emu.rams        # live views of each emulator's 2 KB of RAM
+            self.screens = self.emu.screens  # live views of each screen, read as RGB
+            n = num_envs
+            # gym-super-mario-bros' reward state, per env
+            self.time_last = np.zeros(n, np.int64)
+            self.x_max = np.zeros(n, np.int64)
+            self.score_last = np.zeros(n, np.int64)
+            self.coins_last = np.zeros(n, np.int64)
+            self.status_last = np.zeros(n, np.int64)
+            self.completion_rewarded = np.zeros(n, bool)
+            self.rngs = [np.random.default_rng() for _ in range(n)]  # NoopStart's draws, one generator per env
+            self.done = np.zeros(n, bool)    # ended at the last step: reset at the next (NEXT_STEP)
+            self._gray = np.empty((n, 2, 240, 256), np.uint8)
+            self._all = np.ones(n, bool)
+            self.starts = self._record_starts()
         except BaseException:
             self.close()
             raise
-        self.single_action_space = gym.spaces.Discrete(len(self.buttons))
-        self.rams = self.emu.rams        # live views of each emulator's 2 KB of RAM
-        self.screens = self.emu.screens  # live views of each screen, read as RGB
-        n = num_envs
-        # gym-super-mario-bros' reward state, per env
-        self.time_last = np.zeros(n, np.int64)
-        self.x_max = np.zeros(n, np.int64)
-        self.score_last = np.zeros(n, np.int64)
-        self.coins_last = np.zeros(n, np.int64)
-        self.status_last = np.zeros(n, np.int64)
-        self.completion_rewarded = np.zeros(n, bool)
-        self.rngs = [np.random.default_rng() for _ in range(n)]  # NoopStart's draws, one generator per env
-        self.done = np.zeros(n, bool)    # ended at the last step: reset at the next (NEXT_STEP)
-        self._gray = np.empty((n, 2, 240, 256), np.uint8)
-        self._all = np.ones(n, bool)
-        self.starts = None
-        self.starts = self._record_starts()
 
     # -- the game's logic, on every env's RAM at once ----------------------------------------
     def _read(self) -> np.ndarray:
