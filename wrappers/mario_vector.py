@@ -133,8 +133,8 @@ class MarioVectorEnv:
 
     def _frame_logic(self, ram: np.ndarray, active: np.ndarray):
         """One frame's reward, ending, x position and flag for every env, in SuperMarioBrosEnv's order
-        of component reads; reward state moves only for ``active`` envs. (About 60 us for 8 envs on
-        a Zen 4, against the emulator's ~1 ms a frame for each.)"""
+        of component reads; reward state moves only for ``active`` envs. (~0.16 ms for 8 envs on a
+        Zen 4, cProfile beside a run, against the emulator's ~8 ms for their 8 frames.)"""
         x = ram[:, _COL[X_PAGE]] * 0x100 + ram[:, _COL[X_PIXEL]]
         progress = x - self.x_max
         np.copyto(self.x_max, x, where=active & (progress > 0))
