@@ -1,6 +1,6 @@
 """The batch of envs one collector steps: ale-py's C++ vector env for Atari; for Mario, nes-py's
 native vector emulator with the game's logic on arrays (``MarioVectorEnv``), or gymnasium
-SyncVectorEnvs of the Python Mario envs where that does not apply (sticky actions, rendering);
+SyncVectorEnvs of the Python Mario envs to render;
 SyncVectorEnvs of ``module:EnvId`` pixel envs. All autoreset in NEXT_STEP mode; this adapter
 gives the collector one shape of answer for all: newest gray frames [N, 84, 84] (frame stacking
 is the collector's job, so the replay can store each frame once), raw rewards, and a mask of the

@@ -11,9 +11,10 @@ arrays: nes-py keeps such game logic out of its vector emulator on purpose, and 
 it. ``tests/test_envs.py`` plays this env and the Python envs side by side and checks the same
 frames, rewards, endings and positions at every agent step.
 
-Only what a collector needs: no rendering (evaluation and videos use the Python envs), no sticky
-actions (gymnasium's StickyAction draws from each env's generator every frame; those runs use the
-Python envs), stages of Super Mario Bros and the Lost Levels.
+Sticky actions are gymnasium's ``StickyAction`` below the frame skip, drawing from each env's
+generator as it does (one uniform a frame, and its duration draw when a repeat starts). Only what
+a collector needs: no rendering (evaluation videos use the Python envs); Super Mario Bros and the
+Lost Levels, a stage or the whole game.
 """
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def supports(env_id: str, opts: EnvOptions) -> bool:
     """Whether ``MarioVectorEnv`` plays ``env_id`` with ``opts`` exactly as the Python envs do."""
     import gym_super_mario_bros  # noqa: F401  registers the ids gym.spec reads
 
-    return gym.spec(env_id).entry_point == "gym_super_mario_bros:SuperMarioBrosEnv" and opts.sticky_actions <= 0
+    return gym.spec(env_id).entry_point == "gym_super_mario_bros:SuperMarioBrosEnv"
 
 
 class MarioVectorEnv:
@@ -91,10 +92,10 @@ class MarioVectorEnv:
         from nes_py.wrappers import JoypadSpace
 
         if not supports(env_id, opts):
-            raise ValueError(f"MarioVectorEnv plays Super Mario Bros (and the Lost Levels) without sticky actions, "
-                             f"not {env_id!r} with sticky_actions={opts.sticky_actions}; use the Python envs "
-                             f"(BatchedEnv native=False)")
+            raise ValueError(f"MarioVectorEnv plays Super Mario Bros and the Lost Levels, not {env_id!r}; use the "
+                             f"Python envs (BatchedEnv native=False)")
         self.num_envs, self.opts = num_envs, opts
+        self.sticky = max(opts.sticky_actions, 0.0)  # -1, the id's default, is none for Mario
         # The reference env builds the start state: its constructor skips the start screen (and
         # writes a stage's world and area) and keeps that state as the one every reset restores.
         # The snapshot points into that env's emulator (loading it after the env closed crashed),
@@ -120,6 +121,7 @@ class MarioVectorEnv:
             self.completion_rewarded = np.zeros(n, bool)
             self.rngs = [np.random.default_rng() for _ in range(n)]  # NoopStart's draws, one generator per env
             self.done = np.zeros(n, bool)    # ended at the last step: reset at the next (NEXT_STEP)
+            self.last_action = np.full(n, -1)  # StickyAction's last action (-1: none since the reset)
             self._gray = np.empty((n, 2, 240, 256), np.uint8)
             self._all = np.ones(n, bool)
             self.starts = self._record_starts()
@@ -193,10 +195,32 @@ class MarioVectorEnv:
             ram[PRELEVEL_TIMER] = 0
             emu.step_one(i, 0)
 
-    def _play(self, active: np.ndarray, buttons: np.ndarray, frames: np.ndarray, x_out: np.ndarray,
+    def _sticky(self, active: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """This frame's actions after StickyAction (duration 1): with a last action, each env draws
+        a uniform; below the probability it repeats the last action (and draws the duration)."""
+        acts = actions.copy()
+        if self.sticky > 0:
+            for i in np.flatnonzero(active & (self.last_action >= 0)):
+                rng = self.rngs[i]
+                if rng.uniform() < self.sticky:
+                    rng.integers(1, 2)
+                    acts[i] = self.last_action[i]
+        np.copyto(self.last_action, acts, where=active)
+        return acts
+
+    def _sticky_draws(self, i: int, frames: int) -> None:
+        """The draws StickyAction makes for env i over ``frames`` frames that each have a last action."""
+        if self.sticky > 0:
+            rng = self.rngs[i]
+            for _ in range(frames):
+                if rng.uniform() < self.sticky:
+                    rng.integers(1, 2)
+
+    def _play(self, active: np.ndarray, actions: np.ndarray, frames: np.ndarray, x_out: np.ndarray,
               flag_out: np.ndarray):
-        """One agent step (the frame skip) of the ``active`` envs with ``buttons``: SkipMaxGray's
-        reward sum, max-pool of the last two frames and 84x84 frame into ``frames``."""
+        """One agent step (the frame skip) of the ``active`` envs with ``actions`` (the action set's
+        indices): SkipMaxGray's reward sum, max-pool of the last two frames and 84x84 frame into
+        ``frames``."""
         opts = self.opts
         skip = opts.frame_skip
         active = active.copy()
@@ -204,6 +228,7 @@ class MarioVectorEnv:
         terminated = np.zeros(self.num_envs, bool)
         pooled = np.zeros(self.num_envs, np.int64)
         for f in range(skip):
+            buttons = self.buttons[self._sticky(active, actions)]
             if active.all():
                 self.emu.step(buttons)
             else:
@@ -237,6 +262,7 @@ class MarioVectorEnv:
     def _start(self, i: int, frames: np.ndarray, x_out: np.ndarray, flag_out: np.ndarray) -> None:
         """NESEnv.reset for env i: the start state, then SuperMarioBrosEnv._did_reset."""
         self.emu.load_state(i, self.start)
+        self.last_action[i] = -1
         ram = self._read()
         self.time_last[i] = counters(ram, *TIME)[i]
         self.x_max[i] = ram[i, _COL[X_PAGE]] * 0x100 + ram[i, _COL[X_PIXEL]]
@@ -254,7 +280,7 @@ class MarioVectorEnv:
         (NoopStart then resets and plays on)."""
         one = np.zeros(self.num_envs, bool)
         one[i] = True
-        noop = np.full(self.num_envs, self.buttons[0], np.uint8)
+        noop = np.zeros(self.num_envs, np.int64)
         ended = False
         for _ in range(count):
             _, term = self._play(one, noop, frames, x_out, flag_out)
@@ -267,7 +293,8 @@ class MarioVectorEnv:
         """Every start a reset can draw, played once on env 0: the state after k no-op agent steps,
         k = 0..noop_max, with its frame, position, flag and reward state. The emulator is
         deterministic and a no-op start's inputs are fixed, so a reset that draws k loads start k
-        and emulates none of its up to 4 x 30 frames (with random play ~8% of all frames). None
+        and emulates none of its up to 4 x 30 frames (with random play ~8% of all frames); only
+        StickyAction's draws over them are made. None
         where a no-op chain ends a game (NoopStart's reset inside it is then played as it is)."""
         n, size = self.num_envs, self.opts.frame_size
         frames, x, flag = np.empty((n, size, size), np.uint8), np.zeros(n, np.int64), np.zeros(n, bool)
@@ -292,6 +319,9 @@ class MarioVectorEnv:
         self.emu.load_state(i, state)
         (self.time_last[i], self.x_max[i], self.score_last[i], self.coins_last[i], self.status_last[i],
          self.completion_rewarded[i]) = rest
+        # StickyAction's draws over the no-op frames (all but the first have a last action: NOOP)
+        self._sticky_draws(i, self.opts.frame_skip * k - 1 if k else 0)
+        self.last_action[i] = 0 if k else -1
 
     # -- the vector env's interface ------------------------------------------------------------
     def reset(self, seed: int | None = None):
@@ -310,7 +340,7 @@ class MarioVectorEnv:
         frames = np.empty((n, self.opts.frame_size, self.opts.frame_size), np.uint8)
         x, flag = np.zeros(n, np.int64), np.zeros(n, bool)
         resetting = self.done
-        rewards, terminated = self._play(~resetting, self.buttons[np.asarray(actions)], frames, x, flag)
+        rewards, terminated = self._play(~resetting, np.asarray(actions, np.int64), frames, x, flag)
         for i in np.flatnonzero(resetting):  # NEXT_STEP autoreset: the action sent is ignored
             self._reset_one(int(i), frames, x, flag)
             rewards[i], terminated[i] = 0.0, False
