@@ -82,7 +82,7 @@ class BatchedEnv:
                 return KeepInfo(lean_info(env) if self.mario else env, BATCH_INFO)
 
             sizes = [len(part) for part in np.array_split(np.arange(num_envs), max(1, min(num_threads, num_envs)))]
-            vector_mario = self.mario and native and render_mode is None and supports(env_id, opts)
+            vector_mario = self.mario and native and render_mode is None and supports(env_id)
             try:
                 for size in sizes:
                     self.groups.append(MarioVectorEnv(env_id, opts, size) if vector_mario else gym.vector.SyncVectorEnv(

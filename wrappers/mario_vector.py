@@ -73,8 +73,9 @@ def counters(ram: np.ndarray, start: int, length: int) -> np.ndarray:
     return value
 
 
-def supports(env_id: str, opts: EnvOptions) -> bool:
-    """Whether ``MarioVectorEnv`` plays ``env_id`` with ``opts`` exactly as the Python envs do."""
+def supports(env_id: str) -> bool:
+    """Whether ``MarioVectorEnv`` plays ``env_id``: the ids of gym-super-mario-bros' SuperMarioBrosEnv
+    (Super Mario Bros and the Lost Levels; its other games' envs keep rules of their own)."""
     import gym_super_mario_bros  # noqa: F401  registers the ids gym.spec reads
 
     return gym.spec(env_id).entry_point == "gym_super_mario_bros:SuperMarioBrosEnv"
@@ -91,7 +92,7 @@ class MarioVectorEnv:
         from nes_py.vector_env import VectorNESEmulator
         from nes_py.wrappers import JoypadSpace
 
-        if not supports(env_id, opts):
+        if not supports(env_id):
             raise ValueError(f"MarioVectorEnv plays Super Mario Bros and the Lost Levels, not {env_id!r}; use the "
                              f"Python envs (BatchedEnv native=False)")
         self.num_envs, self.opts = num_envs, opts
