@@ -87,7 +87,7 @@ class Pipeline:
         publish(self.learner, self.control, self.remote)
 
     def take_games(self) -> bool:
-        """Book the games finished since the last call; True when the score reached --target-score."""
+        """Book the games finished since the last call; True once the score has reached --target-score."""
         fin = self.consolidator.finished
         return self.books.add_games([fin.popleft() for _ in range(len(fin))], self.learner.updates)
 

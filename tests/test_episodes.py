@@ -112,3 +112,32 @@ def test_a_resumed_runs_score_goes_on_from_the_games_before_it(tmp_path):
         assert books.score.mean == pytest.approx(sum(-21.0 + i for i in range(12, 31)) / 20 + 10.0 / 20)
     finally:
         books.close()
+
+
+def test_a_target_reached_in_games_booked_at_an_epochs_end_still_stops_the_run(tmp_path):
+    """The epoch's end books the games finished since the last look and drops the answer; the
+    target those games reach must still stop the run at the next look (it once trained on to
+    the time limit, the score line logged)."""
+    import time
+
+    import torch
+
+    from config_optimized import Config
+    from pipeline.games import Episode
+    from pipeline.learner import Learner
+    from pipeline.records.books import RunBooks
+    from pipeline.records.counters import RunCounters
+    from pipeline.replay import Replay
+    from pipeline.settings.hardware import Hardware
+
+    cfg = Config.of(amp=False, run_dir=str(tmp_path), tensorboard=False, target_score=0.5)
+    hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
+    books = RunBooks(cfg, hw, lambda line: None, [], RunCounters(), time.monotonic(),
+                     Learner(cfg.learner, 4, 6, torch.device("cpu")), Replay.of(400, 1, 4), 6)
+    try:
+        game = [Episode(1.0, 6, float("nan"), False, 100, time.monotonic())]
+        assert not any(books.add_games(game, 1) for _ in range(19))  # 19 games: the window is not full
+        books.add_games(game, 1)  # the 20th, booked at an epoch's end: its answer is dropped
+        assert books.add_games([], 1)  # the next look sees the target reached
+    finally:
+        books.close()

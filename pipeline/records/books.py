@@ -39,6 +39,7 @@ class RunBooks:
         self.episodes, self.samples_trained = start.episodes, start.samples_trained
         self.epoch, self.best_score = start.epoch, start.best_score
         self.score = ScoreTracker([] if run.target_score is None else [run.target_score], metric=run.score_metric)
+        self.target_reached = False  # by this process's games: the run stops at the next look
         if start.episodes:  # resumed: the last 20 games go on from the ones before it (up to its checkpoint)
             self.score.replay_rows([r for r in read_episodes(self.run_dir) if r["agent_steps"] <= start.agent_steps])
         self.record = {**run_record(cfg, hw, cfg.profile, profile_reason(cfg.profile, hw, cfg.env)), "notes": list(notes)}
@@ -63,8 +64,8 @@ class RunBooks:
     # ------------------------------------------------------------------ games
     def add_games(self, games: list[Episode], updates: int) -> bool:
         """Record whole games (``Episode.agent_steps`` counted from this process's start); True
-        when the score reached --target-score."""
-        reached = False
+        once the score has reached --target-score, in these games or in any booked before by this
+        process (games booked at an epoch's end, whose answer no one reads, still stop the run)."""
         for ep in games:
             row = episode_row(ep._replace(agent_steps=self.start.agent_steps + ep.agent_steps), self.wall_s(ep.t),
                               updates, self.samples_trained)
@@ -73,8 +74,8 @@ class RunBooks:
             for m in self.score.add_row(row):
                 self.log(f"[MAIN] Score: mean {self.score.metric} of the last {self.score.window} games reached "
                          f"{m.value:g} at {m.minutes:.1f} min, {m.agent_steps:,} agent steps, {m.updates:,} updates")
-                reached = True
-        return reached
+                self.target_reached = True
+        return self.target_reached
 
     # ------------------------------------------------------------------ epochs
     def end_epoch(self, window: EpochWindow, at: PathMark, launches: int, best_eval: float,
