@@ -24,6 +24,7 @@ import numpy as np
 
 from .mario import action_set, gray_into
 from .options import EnvOptions
+from .registry import sticky_probability
 
 # RAM addresses gym-super-mario-bros reads (smb_env.py), by what they hold
 X_PAGE, X_PIXEL = 0x006D, 0x0086            # x position = page * 256 + pixel
@@ -96,7 +97,7 @@ class MarioVectorEnv:
             raise ValueError(f"MarioVectorEnv plays Super Mario Bros and the Lost Levels, not {env_id!r}; use the "
                              f"Python envs (BatchedEnv native=False)")
         self.num_envs, self.opts = num_envs, opts
-        self.sticky = max(opts.sticky_actions, 0.0)  # -1, the id's default, is none for Mario
+        self.sticky = sticky_probability(env_id, opts.sticky_actions)
         # The reference env builds the start state: its constructor skips the start screen (and
         # writes a stage's world and area) and keeps that state as the one every reset restores.
         # The snapshot points into that env's emulator (loading it after the env closed crashed),
