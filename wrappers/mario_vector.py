@@ -203,20 +203,25 @@ class MarioVectorEnv:
         acts = actions.copy()
         if self.sticky > 0:
             for i in np.flatnonzero(active & (self.last_action >= 0)):
-                rng = self.rngs[i]
-                if rng.uniform() < self.sticky:
-                    rng.integers(1, 2)
+                if self._repeats(i):
                     acts[i] = self.last_action[i]
         np.copyto(self.last_action, acts, where=active)
         return acts
 
+    def _repeats(self, i: int) -> bool:
+        """StickyAction's draw for one frame of env i that has a last action: whether the frame
+        repeats it (a repeat also draws its duration, as gymnasium's wrapper does)."""
+        rng = self.rngs[i]
+        if rng.uniform() < self.sticky:
+            rng.integers(1, 2)
+            return True
+        return False
+
     def _sticky_draws(self, i: int, frames: int) -> None:
         """The draws StickyAction makes for env i over ``frames`` frames that each have a last action."""
         if self.sticky > 0:
-            rng = self.rngs[i]
             for _ in range(frames):
-                if rng.uniform() < self.sticky:
-                    rng.integers(1, 2)
+                self._repeats(i)
 
     def _play(self, active: np.ndarray, actions: np.ndarray, frames: np.ndarray, x_out: np.ndarray,
               flag_out: np.ndarray):
