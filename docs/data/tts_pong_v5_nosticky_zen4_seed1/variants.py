@@ -1,7 +1,12 @@
 """Learner-alone updates/s of the Atari preset (Pong, this machine's profile) and recipe variants,
-interleaved rounds, medians. Samples/s = updates/s x batch."""
-import json, sys, statistics, torch
-sys.path.insert(0, "/work/main")
+interleaved rounds, medians. Samples/s = updates/s x batch.
+Run from anywhere with the project's environment: .venv/bin/python docs/data/tts_pong_v5_nosticky_zen4_seed1/variants.py 2"""
+import json, sys, statistics
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root
 from bench.learner_grid import learner_updates_per_s
 from pipeline.settings.layers import resolve_config
 from pipeline.settings.hardware import detect_hardware
