@@ -5,7 +5,7 @@ is excluded, figures are medians over several windows, and the load average is r
 The parts live in the ``bench`` package, one module each; this file is their command line.
 
     python benchmark_performance.py                       # ladder + components (~10 minutes)
-    python benchmark_performance.py --quick               # under 3 minutes, no torch.compile rows
+    python benchmark_performance.py --quick               # under 2 minutes, nothing compiled
     python benchmark_performance.py --json out.json --plot ladder.png
     python benchmark_performance.py --only ladder --rows 4,8   # some rows (and the baseline)
     python benchmark_performance.py --only update         # one learner update's time by part and layer
@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     flush_denormals()  # as a training run does, before this process's first parallel torch work
     ap = argparse.ArgumentParser(description="Measure what each optimization buys on this machine: the ladder "
                                              "(each row adds one optimization) plus component benchmarks, in one run.", allow_abbrev=False)
-    ap.add_argument("--quick", action="store_true", help="short windows, no torch.compile rows (under 3 minutes)")
+    ap.add_argument("--quick", action="store_true", help="short windows, nothing compiled: the compile rows are "
+                    "skipped and row 8 and --autotune's trials run eager (under 2 minutes)")
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     ap.add_argument("--plot", metavar="PATH", help="write a PNG bar chart of the ladder")
     ap.add_argument("--seconds", type=float, help="measured seconds per ladder row after learning starts")
@@ -215,18 +216,19 @@ def main(argv=None) -> int:
         print("\nComponents ...", flush=True)
         torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
         c = result["components"]
+        w = 0.5 if args.quick else 1.0  # --quick halves every measuring window
         c["queue"] = _timed("queue", bench_queue, 20_000 if args.quick else 100_000)
         c["queue_per_transition"] = _timed("queue per transition", bench_queue, 5_000 if args.quick else 20_000, batch=1)
-        c["collector_overhead"] = _timed("collector overhead", bench_collector_overhead, 4 if args.quick else 10)
-        c["envs"] = _timed("vector envs", bench_vector_envs, nw)
-        c["replay"] = _timed("replay", bench_replay, nw)
+        c["collector_overhead"] = _timed("collector overhead", bench_collector_overhead, 2 if args.quick else 10)
+        c["envs"] = _timed("vector envs", bench_vector_envs, nw, window_s=w)
+        c["replay"] = _timed("replay", bench_replay, nw, window_s=0.5 * w)
         c["learner"] = _timed("learner", bench_learner, nw, compile_rows=not args.quick,
-                              batches=(32, 256) if args.quick else (32, 256, 512))
-        c["acting"] = _timed("acting", bench_acting, nw)
+                              batches=(32, 256) if args.quick else (32, 256, 512), window_s=w)
+        c["acting"] = _timed("acting", bench_acting, nw, window_s=0.5 * w)
         prof_row = next((r for r in result["rows"] if r["name"].startswith("8.") and "settings" in r), None)
         if prof_row:
             c["learner_in_pipeline"] = _timed("learner alone at row 8's settings", bench_learner_in_pipeline,
-                                              prof_row, nw)
+                                              prof_row, nw, window_s=w)
         print_components(c)
     result["machine"]["load_avg_at_end"] = os.getloadavg()
     print(f"\nLoad average at end: {result['machine']['load_avg_at_end']} (other load on the machine skews every figure)")

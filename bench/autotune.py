@@ -37,7 +37,8 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     def score(over):
         key = json.dumps(over, sort_keys=True)
         if key not in tried:
-            flags = {**over, "env": env, "profile": base_name, "replay_ratio": base.learner.replay_ratio}
+            flags = {**over, "env": env, "profile": base_name, "replay_ratio": base.learner.replay_ratio,
+                     **({"compile": False} if quick else {})}  # --quick: no compile in any trial
             res = run_row("profile", {"extra": flags}, seconds)
             tried[key] = res.get("agent_steps_per_s", 0.0) if "error" not in res else 0.0
             trials.append({"settings": {k: over[k] for k, _ in grid}, "agent_steps_per_s": tried[key],
@@ -53,7 +54,7 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     # the profile's own values with the best knobs on top: the autotuned profile replaces it
     best = {**scale_profile(base_name, hw, env), **{k: v for k, v in best.items() if k != "learner_threads" or v}}
     data = {"overrides": best, "family": family, "tuned_on": env, "based_on": base_name,
-            "agent_steps_per_s": best_score, "trials": trials, "machine": machine(),
+            "agent_steps_per_s": best_score, "trials": trials, "trials_compiled": not quick, "machine": machine(),
             "created": time.strftime("%Y-%m-%d %H:%M:%S")}
     path = autotuned_path(family)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -130,7 +130,7 @@ def bench_collector_overhead(seconds: float) -> dict:
 
 
 # ----------------------------------------------------------------------------- envs
-def bench_vector_envs(n_windows: int, num_envs: int = 8) -> dict:
+def bench_vector_envs(n_windows: int, num_envs: int = 8, window_s: float = 1.0) -> dict:
     """Agent steps/s of ale-py's C++ AtariVectorEnv (what collectors use) against gymnasium's
     SyncVectorEnv over single envs with the same preprocessing (Pong, random actions)."""
     from wrappers import BatchedEnv, EnvOptions
@@ -145,7 +145,7 @@ def bench_vector_envs(n_windows: int, num_envs: int = 8) -> dict:
         def step():
             env.step(rng.integers(0, 6, num_envs))
             return num_envs
-        return rate(step, 1.0)
+        return rate(step, window_s)
     a = windows(lambda: steps_per_s(native), n_windows)
     b = windows(lambda: steps_per_s(sync), n_windows)
     native.close()
@@ -154,7 +154,7 @@ def bench_vector_envs(n_windows: int, num_envs: int = 8) -> dict:
 
 
 # ----------------------------------------------------------------------------- replay
-def bench_replay(n_windows: int) -> dict:
+def bench_replay(n_windows: int, window_s: float = 0.5) -> dict:
     from pipeline.replay import Replay
 
     replay = Replay.of(100_000, 1, 8, seed=0)
@@ -164,12 +164,12 @@ def bench_replay(n_windows: int) -> dict:
         def step():
             replay.sample(bs)
             return 1
-        out[f"batches_per_s_at_{bs}"] = windows(lambda: rate(step, 0.5), n_windows)
+        out[f"batches_per_s_at_{bs}"] = windows(lambda: rate(step, window_s), n_windows)
     return out
 
 
 # ----------------------------------------------------------------------------- learner, acting
-def bench_learner(n_windows: int, compile_rows: bool, batches=(32, 256, 512)) -> list[dict]:
+def bench_learner(n_windows: int, compile_rows: bool, batches=(32, 256, 512), window_s: float = 1.0) -> list[dict]:
     from config_optimized import Config
 
     low = "fp16" if torch.cuda.is_available() else "bf16"
@@ -177,13 +177,13 @@ def bench_learner(n_windows: int, compile_rows: bool, batches=(32, 256, 512)) ->
     for bs in batches:
         for amp in (False, True):
             for comp in ((False, True) if compile_rows else (False,)):
-                ups = learner_updates_per_s(Config.of(batch_size=bs, amp=amp, compile=comp), n_windows)
+                ups = learner_updates_per_s(Config.of(batch_size=bs, amp=amp, compile=comp), n_windows, window_s)
                 rows.append({"batch": bs, "precision": low if amp else "fp32", "compile": comp,
                              "updates_per_s": ups, "samples_per_s": ups * bs})
     return rows
 
 
-def bench_acting(n_windows: int) -> list[dict]:
+def bench_acting(n_windows: int, window_s: float = 0.5) -> list[dict]:
     from models import BatchNormDQN
 
     torch.set_num_threads(1)  # as in a collector
@@ -198,7 +198,7 @@ def bench_acting(n_windows: int) -> list[dict]:
 
         def obs_per_s():
             with torch.inference_mode():
-                return rate(step, 0.5)
+                return rate(step, window_s)
         rows.append({"batch": bs, "obs_per_s": windows(obs_per_s, n_windows)})
     return rows
 

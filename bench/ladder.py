@@ -145,6 +145,9 @@ def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> l
         elif params.get("amp") and not (hw.cuda or hw.cpu_bf16):
             row["skipped"] = "no fp16/bf16 hardware here"
         else:
+            if mode == "profile" and quick:  # the profile's own compile costs ~7-30 s: --quick trains it eager
+                params = {"extra": {**params.get("extra", {}), "compile": False}}
+                row["note"] = "compile off with --quick"
             print(f"  ladder {name} ...", end="", flush=True)
             t0 = time.perf_counter()
             row.update(run_row(mode, params, seconds))
@@ -169,7 +172,8 @@ def print_ladder(rows: list[dict]) -> None:
             print(f"| {r['name']} | {why} | | | | | | | | |")
             continue
         wait = r.get("collector_wait")
-        print(f"| {r['name']} | {r['agent_steps_per_s']:,.0f} | {f(r.get('speedup_vs_baseline'), '.2f')}x "
+        name = f"{r['name']} ({r['note']})" if r.get("note") else r["name"]
+        print(f"| {name} | {r['agent_steps_per_s']:,.0f} | {f(r.get('speedup_vs_baseline'), '.2f')}x "
               f"| {r['updates_per_s']:,.1f} | {r['samples_per_s']:,.0f} | {100 * r['learner_busy']:.0f}% "
               f"| {'n/a (plays, then trains)' if wait is None else format(100 * wait, '.1f') + '%'} "
               f"| {r['drops']} | {r['peak_rss_mb']:,.0f} | {r['bytes_per_transition']:,.0f} |")

@@ -40,15 +40,16 @@ def timed_learner(cfg, device) -> tuple:
     return lrn, b
 
 
-def learner_updates_per_s(cfg, n_windows: int) -> float:
-    """Updates/s of the learner alone on one preloaded batch (accumulated grad_accum_steps times)."""
+def learner_updates_per_s(cfg, n_windows: int, window_s: float = 1.0) -> float:
+    """Updates/s of the learner alone on one preloaded batch (accumulated grad_accum_steps times),
+    the median of ``n_windows`` windows of ``window_s`` seconds."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch._dynamo.reset()
     lrn, b = timed_learner(cfg, device)
 
     def rate():
         t0, n = time.perf_counter(), 0
-        while time.perf_counter() - t0 < 1.0:
+        while time.perf_counter() - t0 < window_s:
             lrn.update([b] * cfg.learner.grad_accum_steps)
             n += 1
         if device.type == "cuda":  # the window ends when the queued GPU work has run
@@ -124,7 +125,7 @@ def print_learner_grid(rows: list[dict]) -> None:
               f"| {'n/a' if inside is None else format(100 * r['peak_share_in_pipeline'], '.0f') + '%'} |")
 
 
-def bench_learner_in_pipeline(row: dict, n_windows: int) -> dict:
+def bench_learner_in_pipeline(row: dict, n_windows: int, window_s: float = 1.0) -> dict:
     """The learner alone, on preloaded batches, at the settings and thread count of a pipeline
     row: the ceiling that row's learner could reach."""
     from config_optimized import Config
@@ -135,6 +136,6 @@ def bench_learner_in_pipeline(row: dict, n_windows: int) -> dict:
                  grad_accum_steps=st["grad_accum_steps"], channels_last=st["channels_last"],
                  learner_threads=st["learner_threads"], num_collectors=st["num_collectors"])
     torch.set_num_threads(learner_threads(cfg.learner.learner_threads, cfg.collectors.num_collectors, detect_hardware()))
-    alone = learner_updates_per_s(cfg, n_windows)
+    alone = learner_updates_per_s(cfg, n_windows, window_s)
     return {"updates_per_s_alone": alone, "updates_per_s_in_pipeline": row["updates_per_s"],
             "ratio": row["updates_per_s"] / alone, "settings": st}
