@@ -46,6 +46,8 @@ def test_quick_ladder_and_components(tmp_path):
         # the replay ratio holds in every row: samples trained per env step stays near 8
         assert 5 < r["samples_per_s"] / r["agent_steps_per_s"] < 11, r
     assert rows[0]["speedup_vs_baseline"] == 1.0
+    # --quick compiles nothing: row 8 trains the machine's profile eager, and says so
+    assert rows[3]["settings"]["compile"] is False and rows[3]["note"] == "compile off with --quick", rows[3]
     assert rows[0]["bytes_per_transition"] > 50_000 and rows[1]["bytes_per_transition"] < 7_200
     c = data["components"]
     for key in ("queue", "queue_per_transition", "collector_overhead", "envs", "replay", "learner", "acting",
