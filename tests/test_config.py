@@ -128,6 +128,9 @@ def test_help_lists_every_option():
     assert out.returncode == 0
     for name in FIELDS:
         assert "--" + name.replace("_", "-") in out.stdout
+    text = " ".join(out.stdout.split())  # argparse wraps the help at the terminal's width
+    assert "(default: None)" not in text  # each Config option names its own default
+    assert "(default: 1.0, or the preset's or profile's)" in text and "--episodes EPISODES" in text
 
 
 def test_bad_input_stops_before_any_process_starts(tmp_path):

@@ -47,12 +47,21 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
                                 help=help_text)
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default where it has one of its own. The Config options default to None
+    (the layers below the command line fill them) and name their default in their help, so
+    argparse's "(default: None)" after it would contradict that."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``mario_rl_optimized.py`` (and ``fast-dqn train``)."""
     parser = argparse.ArgumentParser(
         description="Fast DQN for Super Mario Bros and Atari: collector processes, shared-memory rings, "
                     "a uint8 replay and a mixed-precision BatchNorm DQN learner.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=HelpFormatter)
     modes = parser.add_argument_group("evaluation and plots (instead of training)")
     modes.add_argument("--eval", metavar="CHECKPOINT", help="play greedy episodes with a checkpoint file or run directory")
     modes.add_argument("--episodes", type=int, default=10, help="episodes to play with --eval (--eval-epsilon sets "
