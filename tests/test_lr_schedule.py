@@ -27,17 +27,18 @@ def test_a_run_trains_with_the_scheduled_rate_and_a_resume_goes_on_with_it(tmp_p
     start-up and epoch lines say it, metrics.jsonl records it; a resumed run picks the schedule up
     at its agent steps rather than restarting it at --lr."""
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    sched = ["--lr-decay-start", "1500", "--lr-decay-steps", "1000", "--lr-end", "1e-4"]
+    sched = ["--lr-decay-start", "1600", "--lr-decay-steps", "900", "--lr-end", "1e-4"]
     proc, out = run([*CATCH, *sched, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "2"], mark,
                     timeout=300)
     assert proc.returncode == 0, out[-3000:]
-    assert "lr 0.001, falling linearly to 0.0001 from 1,500 to 2,500 agent steps" in out
+    assert "lr 0.001, falling linearly to 0.0001 from 1,600 to 2,500 agent steps" in out
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    c = Config.of(lr=1e-3, lr_decay_start=1500, lr_decay_steps=1000, lr_end=1e-4).learner
+    c = Config.of(lr=1e-3, lr_decay_start=1600, lr_decay_steps=900, lr_end=1e-4).learner
     assert [r["lr"] for r in rows] == [pytest.approx(lr_schedule(c, r["agent_steps"])) for r in rows]
-    # the first epoch ends before the fall: collectors can run at most 1,000 steps (the replay
-    # ratio's slack) past --learning-starts 500 before updates pay for more, and at 1,500 it starts
-    assert rows[0]["agent_steps"] <= 1500 and rows[0]["lr"] == 1e-3 and rows[-1]["lr"] == pytest.approx(1e-4)
+    # the first epoch ends before the fall: collectors can run about 1,000 steps (the replay
+    # ratio's slack) past --learning-starts 500 before updates pay for more, and a few dozen in
+    # flight beyond that (1,528 while the first update compiled on a cold cache); at 1,600 it starts
+    assert rows[0]["agent_steps"] < 1600 and rows[0]["lr"] == 1e-3 and rows[-1]["lr"] == pytest.approx(1e-4)
     assert "LR: 0.0001" in out
 
     def trained_lr():
