@@ -37,7 +37,7 @@ def test_a_run_trains_with_the_scheduled_rate_and_a_resume_goes_on_with_it(tmp_p
     assert [r["lr"] for r in rows] == [pytest.approx(lr_schedule(c, r["agent_steps"])) for r in rows]
     # the first epoch ends before the fall: collectors can run about 1,000 steps (the replay
     # ratio's slack) past --learning-starts 500 before updates pay for more, and a few dozen in
-    # flight beyond that (1,528 while the first update compiled on a cold cache); at 1,600 it starts
+    # flight beyond that (1,528 in one run on a fresh clone); at 1,600 it starts
     assert rows[0]["agent_steps"] < 1600 and rows[0]["lr"] == 1e-3 and rows[-1]["lr"] == pytest.approx(1e-4)
     assert "LR: 0.0001" in out
 
