@@ -3,11 +3,10 @@ and how often the two pick different greedy actions on the states the bf16 games
 import sys, json, torch, numpy as np
 import pipeline.rollout as ro
 from pipeline.evaluation.evaluate import evaluate
-from models.acting import Bf16ActingNet
 
 stats = {"n": 0, "differ": 0, "gaps": []}
 class Bf16Rollout(ro.Rollout):
-    def __init__(self, env, model, frame_stack, clip, seed, *a, **k):
+    def __init__(self, env, model, frame_stack, clip, seed, *_, **__):
         super().__init__(env, model, frame_stack, clip, seed, act_bf16=True)
         self.fp32 = model
     def step(self, eps):
@@ -26,7 +25,6 @@ if mode == "bf16":
     ro.Rollout = Bf16Rollout
 torch.set_num_threads(2)
 res = evaluate(ck, episodes=n, epsilon=eps, seed=int(sys.argv[5]) if len(sys.argv) > 5 else 777, log=lambda *_: None)
-r = np.array(res.returns) if hasattr(res, "returns") else None
 out = {"mode": mode, "eps": eps, "returns": list(map(float, res.returns))}
 if stats["n"]:
     g = np.array(stats["gaps"])
