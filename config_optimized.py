@@ -132,9 +132,10 @@ class LearnerConfig:
                          choices=("auto", "bf16", "fp16"))
     compile: bool = doc("torch.compile the learner's loss (the targets' and Q(s)'s forwards, the loss) and its "
                         "backward as one graph; the first updates wait for the compile", False)
-    cuda_graphs: bool = doc("with --compile on a CUDA learner, replay the compiled loss and its backward as CUDA graphs "
-                            "(torch.compile's reduce-overhead mode: one launch per graph, not one per kernel); "
-                            "no effect on a CPU or with --grad-accum-steps above 1", True)
+    cuda_graphs: bool = doc("on a CUDA learner, capture each update (the loss, its backward, the clip and Adam) as one "
+                            "CUDA graph and replay it with one launch instead of one per kernel (bf16, fp32; under fp16 "
+                            "with --compile, the compiled loss and its backward only); no effect on a CPU or with "
+                            "--grad-accum-steps above 1", True)
     channels_last: bool = doc("channels_last (NHWC) memory format for the convs (CUDA, and CPU bf16 via oneDNN)", False)
     learner_threads: int = doc("torch threads in the learner process; 0 = the profile's choice (cpu-small: all "
                                "cores, others: cores left after collectors)", 0)

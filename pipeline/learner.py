@@ -19,10 +19,23 @@ class TrainingDiverged(RuntimeError):
     pass
 
 
+class _DoneEvent:
+    """A CPU learner's stand-in for a CUDA event: its work is done when the call returns."""
+
+    def record(self) -> None:
+        pass
+
+    def synchronize(self) -> None:
+        pass
+
+
 # --compile waits this many updates before compiling: the compile costs ~25 s of a 2-core CPU
 # (the update that triggers it waits), which ~10k updates at the measured 1.15x repay, so a run
 # that stops sooner (a test, a quick benchmark, a short trial) gains nothing from it.
 COMPILE_AFTER_UPDATES = 2_000
+# Updates run eagerly on a side stream before the whole-update graph is captured, as CUDA's
+# capture asks (cuBLAS's workspaces, the compiled loss's backward and Adam's state exist by then).
+GRAPH_WARMUP_UPDATES = 3
 
 
 def amp_dtype_for(device: torch.device, amp: bool, requested: str = "auto",
@@ -42,19 +55,29 @@ def amp_dtype_for(device: torch.device, amp: bool, requested: str = "auto",
     return torch.bfloat16
 
 
-def compile_mode(device: torch.device, cfg: LearnerConfig) -> str | None:
-    """torch.compile's mode for the loss: "reduce-overhead" (CUDA graphs) on a CUDA learner with
-    --cuda-graphs, else the default.
+def graph_scope(device: torch.device, cfg: LearnerConfig, amp_dtype: torch.dtype | None) -> str | None:
+    """What replays as a CUDA graph with --cuda-graphs on a CUDA learner: the whole update
+    ("update": the loss, its backward, the gradient clip and Adam, one launch; bf16 and fp32), or,
+    under fp16, the compiled loss and its backward ("loss": torch.compile's reduce-overhead, needs
+    --compile), since fp16's GradScaler decides on the host whether to step. None elsewhere.
 
     At the preset's batch of 32 a CUDA update is launch-bound: on an H100 (16-core Xeon host) one
-    uncompiled update took 6.9 ms for ~0.1 ms of arithmetic, and the gpu-optimal Pong run made
-    ~110 updates/s with the learner 91% busy (docs/benchmarks.md, "On a GPU"). A CUDA graph
-    replays the forward's and the backward's kernels with one launch each. Not with gradient
-    accumulation: the backward graph's gradients live in the graphs' memory pool, which the next
-    micro-batch's replay writes over before the two are summed."""
-    if cfg.cuda_graphs and device.type == "cuda" and cfg.grad_accum_steps == 1:
-        return "reduce-overhead"
-    return None
+    uncompiled update took 6.9 ms for ~0.1 ms of arithmetic (docs/benchmarks.md, "On a GPU"); the
+    compiled loss's graphs took it to 3.5 ms, the rest being the eager clip, Adam, zero_grad and
+    the update's host sync, which the whole-update graph also folds in. Not with gradient
+    accumulation: the captured backward writes each micro-batch's gradients where the last one's
+    are, instead of summing them."""
+    if not (cfg.cuda_graphs and device.type == "cuda" and cfg.grad_accum_steps == 1):
+        return None
+    if amp_dtype == torch.float16:
+        return "loss" if cfg.compile else None
+    return "update"
+
+
+def compile_mode(scope: str | None) -> str | None:
+    """torch.compile's mode for the loss: "reduce-overhead" (its own CUDA graphs) where only the
+    loss is graphed, else the default (inside a whole-update graph, or on a CPU)."""
+    return "reduce-overhead" if scope == "loss" else None
 
 
 def flush_denormals() -> bool:
@@ -141,6 +164,7 @@ class Learner:
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, eps=cfg.adam_eps,
                                           fused=self.fused or None)
         self.amp_dtype = amp_dtype_for(device, cfg.amp, cfg.amp_dtype)
+        self.graph_scope = graph_scope(device, cfg, self.amp_dtype)
         # GradScaler only for fp16; bf16 has fp32's exponent range and needs no loss scaling.
         self.scaler = torch.amp.GradScaler(device.type if device.type == "cuda" else "cpu",
                                            enabled=self.amp_dtype == torch.float16)
@@ -156,6 +180,16 @@ class Learner:
         self._compile_proven = False  # a compiled update has run: compiling can no longer fail
         self.updates = 0
         self.bad_steps = 0
+        # The whole-update CUDA graph (graph_scope "update"; see _graphed_update): its inputs,
+        # the warm-up updates left before the capture, the update whose figures are still on
+        # their way to the host, and why capturing failed (the run then trains as before).
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._static: dict | None = None
+        self._graph_outputs: tuple | None = None
+        self._warmups_left = GRAPH_WARMUP_UPDATES
+        self._pending = None
+        self._found_inf: torch.Tensor | None = None
+        self.graph_error: str | None = None
 
     def compile_due(self) -> bool:
         """--compile, and the run has trained COMPILE_AFTER_UPDATES updates (a resumed one counts
@@ -165,8 +199,20 @@ class Learner:
 
     @property
     def cuda_graphs(self) -> bool:
-        """The compiled loss and its backward replay as CUDA graphs (compile_mode)."""
-        return self.compiled and compile_mode(self.device, self.cfg) == "reduce-overhead"
+        """The compiled loss and its backward replay as CUDA graphs (graph_scope "loss")."""
+        return self.compiled and self.graph_scope == "loss"
+
+    @property
+    def graphed(self) -> bool:
+        """Every update now replays as one captured CUDA graph (graph_scope "update")."""
+        return self._graph is not None
+
+    def graph_due(self) -> bool:
+        """The whole update should be graphed from now on: the scope says so, the compile (if
+        any) is behind it, and the run is as far as a compile would wait (COMPILE_AFTER_UPDATES),
+        so a short run trains as the CPU does. The graph itself comes GRAPH_WARMUP_UPDATES later."""
+        return (self.graph_scope == "update" and self._graph is None and self.graph_error is None
+                and self.compile_done and self.updates >= self.compile_after)
 
     @property
     def compile_done(self) -> bool:
@@ -180,11 +226,13 @@ class Learner:
         and the quantile loss fuse around the convolutions both ways (the update ran 1.11x alone
         and 1.15x inside the Pong pipeline on a 2-core AMD EPYC Zen 5 in bf16). The compile
         itself happens in the next update, which waits for it."""
-        self.loss = torch.compile(self.loss, dynamic=False, mode=compile_mode(self.device, self.cfg))
+        self.loss = torch.compile(self.loss, dynamic=False, mode=compile_mode(self.graph_scope))
         self.compiled = True
 
     def _autocast(self):
-        return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None)
+        # Autocast's cache of cast weights would be captured as memory the graph does not own.
+        return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None,
+                              cache_enabled=self.graph_scope != "update")
 
     def to_device(self, batch: dict) -> dict:
         """numpy batch -> tensors on the learner device, every device through the same move
@@ -254,6 +302,9 @@ class Learner:
         bug), the update runs eagerly and so does the rest of the run; ``compile_error`` says
         why, for the trainer to warn once. Nothing was stepped: a failed compile raises before
         the optimizer step."""
+        if self._graph is not None or (self._warmups_left < GRAPH_WARMUP_UPDATES and self.graph_error is None) \
+                or self.graph_due():
+            return self._graphed_update(micro_batches[0])
         if not self.compiled or self._compile_proven:
             return self._update(micro_batches)
         try:
@@ -326,6 +377,131 @@ class Learner:
             self.sync_target()
         return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": [t.abs() for t in tds], "skipped": False}
 
+    # ------------------------------------------------------------------ the whole-update graph
+    def _graphed_update(self, b: dict) -> dict:
+        """One update as one CUDA graph: the batch is copied into the graph's inputs and the
+        captured loss, backward, clip and Adam step replay with one launch. Nothing waits for
+        the GPU here: the update's figures travel to pinned host memory behind it, and this
+        returns the *previous* update's (an epoch's means shift by one update), a skipped step
+        (non-finite loss or gradient: fused Adam's found_inf holds every weight, moment and
+        step count, on the GPU) included, so a skip is reported one update late.
+
+        The first GRAPH_WARMUP_UPDATES run the same step eagerly, then the graph is captured
+        and replayed for the update that captured it. A capture that fails leaves graph_error
+        and the run trains on with the eager update. On a CPU (tests) the step runs eagerly."""
+        if self._static is None:
+            self._enter_graph_mode(b)
+        for k, t in self._static.items():
+            t.copy_(b[k], non_blocking=True)
+        previous = self._pending
+        self.model.train()
+        try:
+            if self._graph is not None:
+                self._graph.replay()
+                stats, td_abs = self._graph_outputs
+            elif self._warmups_left > 0 or self.device.type != "cuda":
+                self._warmups_left -= 1
+                stats, td_abs = self._warm_step()
+            else:
+                stats, td_abs = self._capture()
+        except TrainingDiverged:
+            raise
+        except Exception as e:  # a capture CUDA refuses: the run trains eagerly
+            self._leave_graph_mode(f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}")
+            return self._update([b])
+        # Two pinned slots, by turns: this update's figures land in one while the previous
+        # update's, waited for below (its graph only, not this one's), are read from the other.
+        slot = self.updates % 2
+        host, events = self._host_stats
+        host[slot].copy_(stats, non_blocking=True)
+        events[slot].record()
+        self._pending = slot
+        self.updates += 1
+        if self.updates % self.cfg.target_update_interval == 0:
+            self.sync_target()
+        td_abs = [td_abs.clone()]  # the next replay writes where this one did
+        if previous is None:  # the first graphed update reports itself
+            previous = slot
+        events[previous].synchronize()
+        loss, td_mean, q_mean, grad_norm, bad = host[previous].tolist()
+        if bad:
+            self.bad_steps += 1
+            self._repair_batchnorm()
+            if self.bad_steps >= 100:
+                raise TrainingDiverged(f"the loss or gradient was NaN/inf for {self.bad_steps} updates in a row; "
+                                       "lower --lr, or turn off --amp to rule out precision")
+            return {"loss": float("nan"), "td_error": float("nan"), "td_abs": td_abs, "skipped": True}
+        self.bad_steps = 0
+        return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": td_abs,
+                "skipped": False}
+
+    def _device_step(self, b: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole update with no host sync, as captured: [loss, |td| mean, Q mean, gradient
+        norm, skipped] and |td| per sample. The gradients are not zeroed: the backward writes
+        them (they are None before the first, and the capture makes that write its own)."""
+        loss, td, q = self.loss(b)
+        loss.backward()
+        params = self._params
+        if self.cfg.max_grad_norm > 0:
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm, foreach=True)
+        else:
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params], foreach=True)
+        bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        self._found_inf.copy_(bad.float())  # fused Adam steps nothing where this is 1
+        self.optimizer.step()
+        stats = torch.stack([loss.detach().float(), td.abs().mean().float(), q.mean().float(),
+                             grad_norm.float(), bad.float()])
+        return stats, td.abs()
+
+    def _enter_graph_mode(self, b: dict) -> None:
+        """The graph's inputs (copies of the first batch's tensors), fused Adam's found_inf, and
+        a learning rate held in a tensor, so lr_schedule's changes reach the replays."""
+        self._static = {k: v.clone() for k, v in b.items() if isinstance(v, torch.Tensor)}
+        self._params = [p for p in self.model.parameters() if p.requires_grad]
+        self._found_inf = torch.zeros((), device=self.device)  # the shape of fused Adam's step counts
+        self.optimizer.found_inf = self._found_inf
+        for group in self.optimizer.param_groups:
+            group["lr"] = torch.tensor(float(group["lr"]), device=self.device)
+            group["capturable"] = self.device.type == "cuda"
+        pin = self.device.type == "cuda"
+        self._host_stats = ([torch.zeros(5, pin_memory=pin) for _ in range(2)],
+                            [torch.cuda.Event() if pin else _DoneEvent() for _ in range(2)])
+
+    def _leave_graph_mode(self, why: str) -> None:
+        self.graph_error = why
+        self._graph, self._graph_outputs, self._static, self._pending = None, None, None, None
+        self._warmups_left = GRAPH_WARMUP_UPDATES
+        if hasattr(self.optimizer, "found_inf"):
+            del self.optimizer.found_inf
+        for group in self.optimizer.param_groups:
+            group.update(lr=float(group["lr"]), capturable=False)
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def _warm_step(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.device.type != "cuda":
+            self.optimizer.zero_grad(set_to_none=True)
+            return self._device_step(self._static)
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            self.optimizer.zero_grad(set_to_none=True)
+            out = self._device_step(self._static)
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        return out
+
+    def _capture(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Capture the update, then replay it once: the capture itself computes nothing. The
+        prefetch thread keeps copying batches meanwhile, hence thread_local: its calls are not
+        the capture's. Gradients start as None, so the captured backward allocates them in the
+        graph's pool and every replay writes them afresh."""
+        self.optimizer.zero_grad(set_to_none=True)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            outputs = self._device_step(self._static)
+        self._graph, self._graph_outputs = graph, outputs
+        graph.replay()
+        return outputs
+
     def _repair_batchnorm(self) -> None:
         """A NaN batch also poisons BatchNorm's running statistics in the training forward pass,
         though the optimizer step was skipped: take them back from the target net (last sync)."""
@@ -355,13 +531,22 @@ class Learner:
         self.target.load_state_dict(self.model.state_dict())
 
     def set_lr(self, lr: float) -> None:
-        """The learning rate of the next optimizer steps (``lr_schedule``); Adam's moments stay."""
+        """The learning rate of the next optimizer steps (``lr_schedule``); Adam's moments stay.
+        A graphed update reads it from its tensor, written in place."""
         for group in self.optimizer.param_groups:
-            group["lr"] = lr
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
 
     def state_dict(self) -> dict:
+        # The graph's learning-rate tensor and capturable flag are this process's; the file
+        # holds what an eager learner on any device loads.
+        optimizer = self.optimizer.state_dict()
+        for group in optimizer["param_groups"]:
+            group.update(lr=float(group["lr"]), capturable=False)
         return {"model": self.model.state_dict(), "target": self.target.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(), "updates": self.updates}
+                "optimizer": optimizer, "scaler": self.scaler.state_dict(), "updates": self.updates}
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])

@@ -141,6 +141,7 @@ class Trainer:
                      f"{learner.updates:,} updates; the collectors wait for it")
         if cfg.learner.lr_decay_steps:
             learner.set_lr(lr_schedule(cfg.learner, steps))
+        graphed, graph_error = learner.graphed, learner.graph_error
         out = learner.update(batches)
         t2 = time.perf_counter()
         if compiling and learner.compile_error:
@@ -148,6 +149,12 @@ class Trainer:
                      "(--compile false skips the attempt)")
         elif compiling:
             self.log(f"[MAIN] Compiled in {t2 - t1:.1f} s")
+        if learner.graphed and not graphed:
+            self.log(f"[MAIN] Each update now replays as one CUDA graph (the loss, its backward, the clip and Adam) "
+                     f"from update {learner.updates:,}; captured in {t2 - t1:.1f} s")
+        elif learner.graph_error and not graph_error:
+            self.log(f"[MAIN] Warning: capturing the update as a CUDA graph failed ({learner.graph_error}); "
+                     "training goes on without it (--cuda-graphs false skips the attempt)")
         window.wait_batch_s += t1 - t0
         window.update_s += t2 - t1
         self.update_s_total += t2 - t1

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline.learner import COMPILE_AFTER_UPDATES, Learner, amp_dtype_for, compile_mode
+from pipeline.learner import COMPILE_AFTER_UPDATES, GRAPH_WARMUP_UPDATES, Learner, amp_dtype_for, compile_mode, graph_scope
 from tests.proc_utils import ROOT
 
 
@@ -333,15 +333,92 @@ def test_a_compile_that_fails_at_run_time_warns_once_and_trains_on_eagerly():
 
 
 def test_cuda_graphs_only_on_cuda_and_without_gradient_accumulation():
-    """The compiled loss replays as CUDA graphs on a CUDA learner; a CPU compiles as before, and
-    gradient accumulation keeps the default mode (the graphs' pool would hold one micro-batch's
-    gradients where the next replay writes)."""
+    """A CUDA learner graphs the whole update in bf16 and fp32, and only the compiled loss under
+    fp16 (its GradScaler steps on the host); a CPU graphs nothing, and gradient accumulation
+    keeps the eager update (a replay would write one micro-batch's gradients over the last's)."""
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
     lrn = Config.of().learner
-    assert compile_mode(cuda, lrn) == "reduce-overhead"
-    assert compile_mode(cpu, lrn) is None
-    assert compile_mode(cuda, Config.of(cuda_graphs=False).learner) is None
-    assert compile_mode(cuda, Config.of(grad_accum_steps=2).learner) is None
+    assert graph_scope(cuda, lrn, torch.bfloat16) == "update" and graph_scope(cuda, lrn, None) == "update"
+    assert graph_scope(cuda, Config.of(compile=True).learner, torch.float16) == "loss"
+    assert graph_scope(cuda, Config.of(compile=False).learner, torch.float16) is None
+    assert graph_scope(cpu, lrn, torch.bfloat16) is None
+    assert graph_scope(cuda, Config.of(cuda_graphs=False).learner, torch.bfloat16) is None
+    assert graph_scope(cuda, Config.of(grad_accum_steps=2).learner, torch.bfloat16) is None
+    assert compile_mode("loss") == "reduce-overhead"
+    assert compile_mode("update") is None and compile_mode(None) is None
+
+
+def _graphed(device="cpu", **kw):
+    """A learner whose every update takes the whole-update path from the first (on a CPU the
+    step the graph captures runs eagerly; on CUDA it is captured after the warm-ups)."""
+    torch.manual_seed(0)
+    lrn = Learner(Config.of(**{"amp": False, **kw}).learner, 4, 6, torch.device(device))
+    lrn.graph_scope, lrn.compile_after = "update", 0
+    return lrn
+
+
+def _weights(lrn):
+    return [t.detach().float().cpu().clone() for t in (*lrn.model.parameters(), *lrn.model.buffers())]
+
+
+@pytest.mark.parametrize("device", DEVICES[:2] if "cuda" in DEVICES else ["cpu"])
+def test_the_whole_update_step_trains_as_the_eager_update(device, monkeypatch):
+    """The same weights after every update as the eager learner's, on a CPU (the step the graph
+    captures) and on CUDA (captured after the warm-ups and replayed); its figures come one
+    update late; a learning rate set between replays reaches them (0 holds every weight)."""
+    eager, graphed = _learner(target_update_interval=4, lr=1e-3), _graphed(device, target_update_interval=4, lr=1e-3)
+    if device == "cuda":
+        eager = Learner(eager.cfg, 4, 6, torch.device("cuda"))
+        eager.model.load_state_dict(graphed.model.state_dict()), eager.target.load_state_dict(graphed.target.state_dict())
+        # Each learner's cuDNN benchmark may pick another conv algorithm, and TF32 rounds them
+        # apart; Adam then turns the tiniest gradients' differences into lr-sized steps.
+        for flag, value in (("benchmark", False), ("deterministic", True), ("allow_tf32", False)):
+            monkeypatch.setattr(torch.backends.cudnn, flag, value)
+        monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    for group in eager.optimizer.param_groups:  # the graph's float32 lr tensor: a Python float rounds otherwise
+        group["lr"] = torch.tensor(1e-3, device=device)
+    batches = [_batch(32, seed=i) for i in range(GRAPH_WARMUP_UPDATES + 5)]
+    losses = []
+    for i, b in enumerate(batches):
+        e, g = eager.update([eager.to_device(b)]), graphed.update([graphed.to_device(b)])
+        losses.append(e["loss"])
+        assert not g["skipped"] and g["loss"] == pytest.approx(losses[max(i - 1, 0)], rel=1e-4), i
+        for x, y in zip(_weights(eager), _weights(graphed)):
+            assert torch.equal(x, y), (i, (x - y).abs().max().item())
+    assert graphed.graph_error is None and graphed.updates == eager.updates == len(batches)
+    assert graphed.graphed == (device == "cuda")
+    graphed.set_lr(0.0)
+    params = [p.detach().cpu().clone() for p in graphed.model.parameters()]
+    graphed.update([graphed.to_device(batches[1])])
+    assert all(torch.equal(x, p.detach().cpu()) for x, p in zip(params, graphed.model.parameters()))
+    saved = graphed.state_dict()["optimizer"]["param_groups"][0]
+    assert saved["lr"] == 0.0 and isinstance(saved["lr"], float) and saved["capturable"] is False
+
+
+@pytest.mark.parametrize("device", DEVICES[:2] if "cuda" in DEVICES else ["cpu"])
+def test_a_graphed_nan_batch_steps_nothing_and_is_reported_one_update_late(device):
+    from pipeline.learner import TrainingDiverged
+
+    lrn = _graphed(device)
+    good = lrn.to_device(_batch(32))
+    for _ in range(GRAPH_WARMUP_UPDATES + 1):
+        assert not lrn.update([good])["skipped"]
+    bad = _batch(32)
+    bad["return"][3] = np.nan
+    bad = lrn.to_device(bad)
+    params = [p.detach().clone() for p in lrn.model.parameters()]
+    steps = [s["step"].clone() for s in lrn.optimizer.state.values()]
+    assert not lrn.update([bad])["skipped"]  # the good update before it reports
+    assert all(torch.equal(x, p) for x, p in zip(params, lrn.model.parameters()))  # found_inf held Adam
+    assert all(torch.equal(x, s["step"]) for x, s in zip(steps, lrn.optimizer.state.values()))
+    out = lrn.update([good])
+    assert out["skipped"] and lrn.bad_steps == 1
+    assert all(torch.isfinite(b).all() for b in lrn.model.buffers() if b.is_floating_point())  # BatchNorm repaired
+    assert not lrn.update([good])["skipped"] and lrn.bad_steps == 0
+    with pytest.raises(TrainingDiverged, match="NaN/inf for 100 updates in a row"):
+        for _ in range(102):
+            lrn.update([bad])
+    assert lrn.graph_error is None
 
 
 def test_autocast_is_bf16_except_on_cuda_gpus_without_it():
