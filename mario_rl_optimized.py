@@ -85,7 +85,7 @@ def check_episodes(args: argparse.Namespace) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     from pipeline.evaluation.evaluate import eval_lock, evaluate
-    from pipeline.records.files import EVAL_NAME
+    from pipeline.records.files import EVAL_HISTORY_NAME, EVAL_NAME
     from pipeline.records.hub import HF_PREFIX, fetch
 
     play = eval_play_options(args)
@@ -108,6 +108,7 @@ def run_eval(args: argparse.Namespace) -> int:
                        epsilon=epsilon, play=play)
         print(res.summary(), flush=True)
         out = res.write(folder / EVAL_NAME)
+        res.append_to(folder / EVAL_HISTORY_NAME)
     print(f"[EVAL] results: {out}", flush=True)
     if args.video:
         print(f"[EVAL] video of episode 1: {args.video}", flush=True)
@@ -119,7 +120,7 @@ def run_push(args: argparse.Namespace) -> int:
     import tempfile
 
     from pipeline.evaluation.evaluate import eval_lock, evaluate
-    from pipeline.records.files import CHECKPOINT_NAME, EVAL_NAME, VIDEO_NAME
+    from pipeline.records.files import CHECKPOINT_NAME, EVAL_HISTORY_NAME, EVAL_NAME, VIDEO_NAME
     from pipeline.records.hub import check_repo_id, current_evaluation, package_run, push, weights_to_share
     from pipeline.records.run_folder import RUNS_ROOT, latest_run
 
@@ -139,6 +140,7 @@ def run_push(args: argparse.Namespace) -> int:
                 res = evaluate(weights_to_share(run_dir), args.episodes, video, epsilon=epsilon)
                 print(res.summary(), flush=True)
                 res.write(run_dir / EVAL_NAME)
+                res.append_to(run_dir / EVAL_HISTORY_NAME)
             evaluation = res.to_json()
         folder = package_run(run_dir, args.push_to_hub, Path(tmp) / "package", evaluation, video)
         url = push(folder, args.push_to_hub, private=args.private)

@@ -123,6 +123,9 @@ def test_eval_plays_with_the_sticky_actions_and_noop_starts_it_is_given(tmp_path
     plain = json.loads((run / "eval.json").read_text())
     assert (plain["sticky_actions"], plain["noop_max"]) == (0.0, 0) == (built[-1].sticky_actions, built[-1].noop_max)
     assert len(plain["returns"]) == 2 and not built[-1].episodic_life  # whole games, as every --eval plays
+    history = [json.loads(line) for line in (run / "eval_history.jsonl").read_text().splitlines()]
+    assert [(h["sticky_actions"], h["noop_max"]) for h in history] == [(0.25, 30), (0.0, 0)]  # both kept
+    assert history[0]["returns"] == trained["returns"] and history[1]["returns"] == plain["returns"]
 
 
 def test_a_game_without_sticky_actions_refuses_them_at_eval(tmp_path, capsys):

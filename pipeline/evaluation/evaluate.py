@@ -56,6 +56,21 @@ class EvalResult:
 
         return write_json(path, self.to_json())
 
+    def append_to(self, path: Path) -> Path:
+        """One row of ``eval_history.jsonl``: eval.json holds the last evaluation only, so a
+        greedy one and one at epsilon 0.05 of the same weights are both kept here. One write of
+        one whole line, flushed to disk."""
+        import json
+        import os
+        import time
+
+        line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **self.to_json()}) + "\n"
+        with open(path, "a") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        return path
+
     def summary(self) -> str:
         n = len(self.returns)
         s = (f"[EVAL] {self.env_id}: {n} episodes, return mean {statistics.fmean(self.returns):.2f}, "

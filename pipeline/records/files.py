@@ -13,6 +13,7 @@ A run folder (``runs/{env}__{seed}__{time}``, or ``--run-dir``)::
     *.after_checkpoint.jsonl  rows a killed run wrote after its last checkpoint, set aside by --resume
     evals.jsonl         one row per evaluation during training
     eval.json           the last ``--eval`` of the run
+    eval_history.jsonl  every ``--eval`` of the run, one row each (eval.json's contents and when)
     flag.mp4            a flag run of the kept weights, where a run stopped at a finished agent (Mario)
     learning_curve.png  ``--plot`` and the end of every run
     train.log           the run's log
@@ -30,6 +31,7 @@ METRICS_NAME = "metrics.jsonl"
 EPISODES_NAME = "episodes.jsonl"
 EVALS_NAME = "evals.jsonl"
 EVAL_NAME = "eval.json"
+EVAL_HISTORY_NAME = "eval_history.jsonl"
 CURVE_NAME = "learning_curve.png"
 LOG_NAME = "train.log"
 TB_DIR = "tb"
