@@ -180,15 +180,19 @@ class Learner:
         self._compile_proven = False  # a compiled update has run: compiling can no longer fail
         self.updates = 0
         self.bad_steps = 0
-        # The whole-update CUDA graph (graph_scope "update"; see _graphed_update): its inputs,
-        # the warm-up updates left before the capture, the update whose figures are still on
-        # their way to the host, and why capturing failed (the run then trains as before).
-        self._graph: torch.cuda.CUDAGraph | None = None
+        # The whole-update CUDA graph (graph_scope "update"; see _graphed_update). Its inputs
+        # (set from the first graphed update on: the learner is then in graph mode), the graph
+        # and its outputs once captured, the warm-up updates left before the capture, the
+        # parameters it steps, Adam's found_inf, the host slots of the figures and which one is
+        # still on its way, and why capturing failed (the run then trains as before).
         self._static: dict | None = None
+        self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_outputs: tuple | None = None
         self._warmups_left = GRAPH_WARMUP_UPDATES
-        self._pending = None
+        self._params: list[torch.Tensor] = []
         self._found_inf: torch.Tensor | None = None
+        self._host_stats: tuple[list, list] = ([], [])
+        self._pending: int | None = None
         self.graph_error: str | None = None
 
     def compile_due(self) -> bool:
@@ -208,10 +212,11 @@ class Learner:
         return self._graph is not None
 
     def graph_due(self) -> bool:
-        """The whole update should be graphed from now on: the scope says so, the compile (if
-        any) is behind it, and the run is as far as a compile would wait (COMPILE_AFTER_UPDATES),
-        so a short run trains as the CPU does. The graph itself comes GRAPH_WARMUP_UPDATES later."""
-        return (self.graph_scope == "update" and self._graph is None and self.graph_error is None
+        """The learner should enter graph mode: the scope says so, it is not in it and never
+        failed to capture, the compile (if any) is behind it, and the run is as far as a compile
+        would wait (COMPILE_AFTER_UPDATES), so a short run trains as the CPU does. The graph
+        itself comes GRAPH_WARMUP_UPDATES later."""
+        return (self.graph_scope == "update" and self._static is None and self.graph_error is None
                 and self.compile_done and self.updates >= self.compile_after)
 
     @property
@@ -302,8 +307,7 @@ class Learner:
         bug), the update runs eagerly and so does the rest of the run; ``compile_error`` says
         why, for the trainer to warn once. Nothing was stepped: a failed compile raises before
         the optimizer step."""
-        if self._graph is not None or (self._warmups_left < GRAPH_WARMUP_UPDATES and self.graph_error is None) \
-                or self.graph_due():
+        if self._static is not None or self.graph_due():  # in graph mode, or entering it
             return self._graphed_update(micro_batches[0])
         if not self.compiled or self._compile_proven:
             return self._update(micro_batches)
@@ -399,7 +403,7 @@ class Learner:
             if self._graph is not None:
                 self._graph.replay()
                 stats, td_abs = self._graph_outputs
-            elif self._warmups_left > 0 or self.device.type != "cuda":
+            elif self._warmups_left > 0 or self.device.type != "cuda":  # a CPU never captures
                 self._warmups_left -= 1
                 stats, td_abs = self._warm_step()
             else:
