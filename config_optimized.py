@@ -124,6 +124,10 @@ class LearnerConfig:
     max_grad_norm: float = doc("gradient-norm clip; 0 disables", 10.0)
     target_update_interval: int = doc("optimizer steps between target-network syncs", 500)
     double_dqn: bool = doc("Double DQN targets", True)
+    bootstrap_epsilon: float = doc("the targets bootstrap from the epsilon-greedy policy at this epsilon instead of "
+                                   "the greedy one (expected SARSA, one action drawn per target): the values of the "
+                                   "policy as it plays at that epsilon, which steer clear of where one random action "
+                                   "is fatal (Sutton and Barto's cliff walk); 0 = Q-learning's greedy bootstrap", 0.0)
     bn_targets: str = doc("BatchNorm statistics the s' forwards of the targets normalize with: the running ones "
                           "(eval mode), or the s' batch's own, as Q(s) is normalized in training", "running",
                           choices=("running", "batch"))

@@ -278,6 +278,9 @@ class Learner:
                 a_star = self.argmax_model.atoms(b["next_obs"]).mean(2).argmax(1)
             else:
                 a_star = next_target.mean(2).argmax(1)
+            if self.cfg.bootstrap_epsilon > 0:  # the epsilon-greedy policy's next action, drawn
+                explore = torch.rand(a_star.shape, device=a_star.device) < self.cfg.bootstrap_epsilon
+                a_star = torch.where(explore, torch.randint_like(a_star, next_target.shape[1]), a_star)
             next_atoms = _pick(next_target, a_star)
         return b["return"].unsqueeze(1) + b["discount"].unsqueeze(1) * next_atoms
 

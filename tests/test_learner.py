@@ -121,6 +121,26 @@ def test_compiled_loss_trains_as_the_eager_one(bn_targets):
         assert (diff > 1e-5).float().mean() < 1e-4 and diff.max() < 2e-3, (i, diff.max())
 
 
+@pytest.mark.parametrize("quantiles", [0, 5])
+def test_the_bootstrap_epsilon_draws_the_epsilon_greedy_policys_next_action(quantiles):
+    """At --bootstrap-epsilon 0.5 about half the targets (5/12 with 6 actions: a random draw can
+    be the greedy action) bootstrap from another action than the greedy one, each exactly from
+    one action's value; at 0 every target is the greedy one."""
+    greedy_lrn, eps_lrn = (_learner(quantiles=quantiles, bootstrap_epsilon=e) for e in (0.0, 0.5))
+    b = greedy_lrn.to_device(_batch(512))
+    greedy = greedy_lrn.td_targets(b)
+    torch.manual_seed(1)
+    drawn = eps_lrn.td_targets(b)
+    with torch.no_grad():
+        every = eps_lrn.target.atoms(b["next_obs"]).float()  # [B, A, K]
+    per_action = b["return"][:, None, None] + b["discount"][:, None, None] * every
+    matches = (drawn[:, None, :] - per_action).abs().amax(2) < 1e-5  # [B, A]: which action each target bootstrapped from
+    assert matches.any(1).all()
+    other = ~(drawn - greedy).abs().amax(1).lt(1e-5)
+    assert abs(other.float().mean().item() - 5 / 12) < 0.1, other.float().mean()
+    assert torch.equal(greedy_lrn.td_targets(b), greedy)  # 0: the greedy bootstrap, no draw
+
+
 def test_target_sync_interval():
     lrn = _learner(target_update_interval=3, lr=1e-2)
     b = lrn.to_device(_batch(16))

@@ -109,6 +109,9 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     check_eval_epsilon(run.eval_epsilon)
     if not (0 <= col.eps_end <= 1 and 0 <= col.eps_start <= 1):
         bad("eps_start" if not 0 <= col.eps_start <= 1 else "eps_end", "must be in [0, 1]")
+    if not 0 <= lrn.bootstrap_epsilon < 1:
+        bad("bootstrap_epsilon", "must be in [0, 1) (0 = the greedy bootstrap; --eval-epsilon's value bootstraps "
+                                 "from the policy as it is judged)")
     if lrn.lr <= 0:
         bad("lr", "must be positive")
     if lrn.lr_decay_steps and lrn.lr_end <= 0:
