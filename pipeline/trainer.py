@@ -151,7 +151,7 @@ class Trainer:
             self.log(f"[MAIN] Compiled in {t2 - t1:.1f} s")
         if learner.graphed and not graphed:
             self.log(f"[MAIN] Each update now replays as one CUDA graph (the loss, its backward, the clip and Adam) "
-                     f"from update {learner.updates:,}; captured in {t2 - t1:.1f} s")
+                     f"from update {learner.updates:,}")
         elif learner.graph_error and not graph_error:
             self.log(f"[MAIN] Warning: capturing the update as a CUDA graph failed ({learner.graph_error}); "
                      "training goes on without it (--cuda-graphs false skips the attempt)")

@@ -435,9 +435,11 @@ def test_a_graphed_nan_batch_steps_nothing_and_is_reported_one_update_late(devic
     assert out["skipped"] and lrn.bad_steps == 1
     assert all(torch.isfinite(b).all() for b in lrn.model.buffers() if b.is_floating_point())  # BatchNorm repaired
     assert not lrn.update([good])["skipped"] and lrn.bad_steps == 0
+    assert not lrn.update([bad])["skipped"] and lrn.bad_steps == 0  # the good update before it reports
+    lrn.bad_steps = 98  # as after 98 more: two reported skips reach the limit
+    assert lrn.update([bad])["skipped"] and lrn.bad_steps == 99
     with pytest.raises(TrainingDiverged, match="NaN/inf for 100 updates in a row"):
-        for _ in range(102):
-            lrn.update([bad])
+        lrn.update([bad])
     assert lrn.graph_error is None
 
 

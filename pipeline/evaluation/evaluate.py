@@ -6,7 +6,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
+import os
 import statistics
+import time
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +63,6 @@ class EvalResult:
         """One row of ``eval_history.jsonl``: eval.json holds the last evaluation only, so a
         greedy one and one at epsilon 0.05 of the same weights are both kept here. One write of
         one whole line, flushed to disk."""
-        import json
-        import os
-        import time
-
         line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **self.to_json()}) + "\n"
         with open(path, "a") as f:
             f.write(line)
@@ -130,7 +129,6 @@ def eval_lock(folder: str | Path):
     the folder itself: released by the kernel when the process ends, however it ends, and no
     lock file is left behind."""
     import fcntl
-    import os
 
     from config_optimized import ConfigError
 
