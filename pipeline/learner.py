@@ -19,6 +19,11 @@ class TrainingDiverged(RuntimeError):
     pass
 
 
+def _first_line(e: Exception) -> str:
+    """An exception as the one line a run's warning quotes: its type and its message's first line."""
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
+
+
 class _DoneEvent:
     """A CPU learner's stand-in for a CUDA event: its work is done when the call returns."""
 
@@ -319,8 +324,7 @@ class Learner:
         except TrainingDiverged:
             raise
         except Exception as e:  # torch._dynamo's BackendCompilerFailed and whatever inductor raises
-            first = (str(e).strip().splitlines() or [""])[0]
-            self.compile_error = f"{type(e).__name__}: {first[:300]}"
+            self.compile_error = _first_line(e)
             self.loss, self.compiled = self._eager_loss, False
             self.optimizer.zero_grad(set_to_none=True)
             return self._update(micro_batches)
@@ -334,7 +338,7 @@ class Learner:
         for b in micro_batches:
             # Under CUDA graphs a replay writes its outputs where the last replay wrote them: each
             # update starts a new step, and its outputs are read (the sync, td_abs) before the next
-            # one (graphs are off with accumulation: compile_mode). Marking the step imports
+            # one (graphs are off with accumulation: graph_scope). Marking the step imports
             # inductor's CUDA-graph trees, ~600 modules and 2 s, so only a graphed run does it.
             if self.cuda_graphs:
                 torch.compiler.cudagraph_mark_step_begin()
@@ -364,24 +368,17 @@ class Learner:
         bad = "loss" if not math.isfinite(loss) else (
             "gradient" if not self.scaler.is_enabled() and not math.isfinite(grad_norm) else None)
         if bad:
-            self.bad_steps += 1
             if self.scaler.is_enabled():
                 # fp16: unscale_ above showed the scaler the non-finite gradients, so update()
                 # lowers the scale; update() without that record raises.
                 self.scaler.update()
             self.optimizer.zero_grad(set_to_none=True)
-            self._repair_batchnorm()
-            if self.bad_steps >= 100:
-                raise TrainingDiverged(f"{bad} was NaN/inf for {self.bad_steps} updates in a row; "
-                                       "lower --lr, or turn off --amp to rule out precision")
-            return {"loss": float("nan"), "td_error": float("nan"), "td_abs": [t.abs() for t in tds], "skipped": True}
+            return self._skipped(bad, [t.abs() for t in tds])
         self.bad_steps = 0
         with record_function("learner.step"):
             self.scaler.step(self.optimizer)
             self.scaler.update()
-        self.updates += 1
-        if self.updates % self.cfg.target_update_interval == 0:
-            self.sync_target()
+        self._count_step()
         return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": [t.abs() for t in tds], "skipped": False}
 
     # ------------------------------------------------------------------ the whole-update graph
@@ -414,7 +411,7 @@ class Learner:
         except TrainingDiverged:
             raise
         except Exception as e:  # a capture CUDA refuses: the run trains eagerly
-            self._leave_graph_mode(f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}")
+            self._leave_graph_mode(_first_line(e))
             return self._update([b])
         # Two pinned slots, by turns: this update's figures land in one while the previous
         # update's, waited for below (its graph only, not this one's), are read from the other.
@@ -423,21 +420,14 @@ class Learner:
         host[slot].copy_(stats, non_blocking=True)
         events[slot].record()
         self._pending = slot
-        self.updates += 1
-        if self.updates % self.cfg.target_update_interval == 0:
-            self.sync_target()
+        self._count_step()
         td_abs = [td_abs.clone()]  # the next replay writes where this one did
         if previous is None:  # the first graphed update reports itself
             previous = slot
         events[previous].synchronize()
         loss, td_mean, q_mean, grad_norm, bad = host[previous].tolist()
         if bad:
-            self.bad_steps += 1
-            self._repair_batchnorm()
-            if self.bad_steps >= 100:
-                raise TrainingDiverged(f"the loss or gradient was NaN/inf for {self.bad_steps} updates in a row; "
-                                       "lower --lr, or turn off --amp to rule out precision")
-            return {"loss": float("nan"), "td_error": float("nan"), "td_abs": td_abs, "skipped": True}
+            return self._skipped("the loss or gradient", td_abs)
         self.bad_steps = 0
         return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": td_abs,
                 "skipped": False}
@@ -456,9 +446,10 @@ class Learner:
         bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
         self._found_inf.copy_(bad.float())  # fused Adam steps nothing where this is 1
         self.optimizer.step()
-        stats = torch.stack([loss.detach().float(), td.abs().mean().float(), q.mean().float(),
+        td_abs = td.abs()
+        stats = torch.stack([loss.detach().float(), td_abs.mean().float(), q.mean().float(),
                              grad_norm.float(), bad.float()])
-        return stats, td.abs()
+        return stats, td_abs
 
     def _enter_graph_mode(self, b: dict) -> None:
         """The graph's inputs (copies of the first batch's tensors), fused Adam's found_inf, and
@@ -508,6 +499,22 @@ class Learner:
         self._graph, self._graph_outputs = graph, outputs
         graph.replay()
         return outputs
+
+    def _count_step(self) -> None:
+        """An optimizer step was taken (or, graphed, launched): counted, the target synced when due."""
+        self.updates += 1
+        if self.updates % self.cfg.target_update_interval == 0:
+            self.sync_target()
+
+    def _skipped(self, what: str, td_abs: list) -> dict:
+        """A step not taken for a non-finite ``what``: counted, BatchNorm's statistics repaired,
+        and the run stopped after 100 in a row."""
+        self.bad_steps += 1
+        self._repair_batchnorm()
+        if self.bad_steps >= 100:
+            raise TrainingDiverged(f"{what} was NaN/inf for {self.bad_steps} updates in a row; "
+                                   "lower --lr, or turn off --amp to rule out precision")
+        return {"loss": float("nan"), "td_error": float("nan"), "td_abs": td_abs, "skipped": True}
 
     def _repair_batchnorm(self) -> None:
         """A NaN batch also poisons BatchNorm's running statistics in the training forward pass,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
 import os
 import statistics
 import time
@@ -61,14 +60,10 @@ class EvalResult:
 
     def append_to(self, path: Path) -> Path:
         """One row of ``eval_history.jsonl``: eval.json holds the last evaluation only, so a
-        greedy one and one at epsilon 0.05 of the same weights are both kept here. One write of
-        one whole line, flushed to disk."""
-        line = json.dumps({"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **self.to_json()}) + "\n"
-        with open(path, "a") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
-        return path
+        greedy one and one at epsilon 0.05 of the same weights are both kept here."""
+        from ..records.record import append_jsonl
+
+        return append_jsonl(path, {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **self.to_json()})
 
     def summary(self) -> str:
         n = len(self.returns)

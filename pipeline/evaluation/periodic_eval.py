@@ -17,7 +17,6 @@ reaches the flag in every game is a finished agent (``finished``): the run can s
 """
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import os
 import statistics
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 
 from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
+from ..records.record import append_jsonl
 
 TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a policy stuck in a game)
 CONFIRM_SEED_OFFSET = 1_000_003  # a confirmation's games: seeds apart from every screening's
@@ -150,8 +150,7 @@ class PeriodicEval:
         score = statistics.fmean(scores)
         row = {"agent_steps": self.steps, "score": score, "metric": self.metric, "epsilon": self.epsilon,
                "phase": self.phase, "seed": self.games_seed, **res}
-        with open(self.run_dir / EVALS_NAME, "a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_jsonl(self.run_dir / EVALS_NAME, row)
         flags = res.get("flags") or []  # Mario's (and any game that reports a flag)
         if flags:
             self.last_flags = (sum(flags), len(scores))

@@ -56,6 +56,13 @@ def write_json(path: Path, data: dict) -> Path:
     return path
 
 
+def append_jsonl(path: Path, row: dict) -> Path:
+    """One row appended to a JSON-lines file, as one write of one whole line."""
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+    return path
+
+
 def write_record(run_dir: Path, record: dict) -> Path:
     """``config.json``; a resumed run keeps the records of the starts before it under ``previous``."""
     path = run_dir / RECORD_NAME
