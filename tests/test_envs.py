@@ -1,4 +1,5 @@
 """Real Atari and Mario environments: shapes, each wrapper's behaviour, seeding."""
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from wrappers import BatchedEnv, EnvOptions, UnknownEnvError, check_env_id, make_env, make_single_frame_env
+from wrappers.action_mark import MARK_ROWS, ActionMark
 from wrappers.atari import EpisodicLife, FireReset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -405,3 +407,39 @@ def test_mario_with_a_render_mode_steps_the_python_envs():
         assert type(env.groups[0]).__name__ == "SyncVectorEnv" and env.render_first().shape == (240, 256, 3)
     finally:
         env.close()
+
+
+def test_action_mark_paints_each_previous_action_as_a_block_of_the_bottom_strip():
+    frames = np.random.default_rng(0).integers(1, 255, (3, 84, 84), dtype=np.uint8)
+    above = frames[:, :-MARK_ROWS].copy()
+    ActionMark(6, 84)(frames, np.array([2, 0, 5]), fresh=np.array([False, True, False]))
+    strip = frames[:, -MARK_ROWS:]
+    expected = np.zeros((3, MARK_ROWS, 84), np.uint8)
+    expected[0, :, 28:42] = 255  # 84 // 6 = 14 columns per action: action 2 is columns 28-41
+    expected[2, :, 70:84] = 255
+    np.testing.assert_array_equal(strip, expected)  # env 1's frame is a reset: no previous action, dark
+    np.testing.assert_array_equal(frames[:, :-MARK_ROWS], above)
+
+
+def test_action_mark_refuses_more_actions_than_columns():
+    with pytest.raises(ValueError, match="--mark-action false"):
+        ActionMark(85, 84)
+
+
+def test_batched_atari_with_mark_action_shows_the_action_sent_and_leaves_the_picture():
+    opts = EnvOptions(noop_max=0, sticky_actions=0.0)
+    plain, marked = BatchedEnv("ALE/Pong-v5", opts, 2), BatchedEnv(
+        "ALE/Pong-v5", dataclasses.replace(opts, mark_action=True), 2)
+    first = marked.reset(seed=3)
+    np.testing.assert_array_equal(plain.reset(seed=3)[:, :-MARK_ROWS], first[:, :-MARK_ROWS])
+    assert not first[:, -MARK_ROWS:].any()
+    block = 84 // marked.n_actions
+    for actions in ([1, 4], [3, 0], [5, 2]):
+        a = np.array(actions)
+        want, got = plain.step(a), marked.step(a)
+        np.testing.assert_array_equal(want.frames[:, :-MARK_ROWS], got.frames[:, :-MARK_ROWS])
+        for i, act in enumerate(actions):
+            lit = np.flatnonzero(got.frames[i, -1])
+            assert lit.tolist() == list(range(act * block, (act + 1) * block))
+    plain.close()
+    marked.close()

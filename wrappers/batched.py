@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from .action_mark import ActionMark
 from .factory import make_single_frame_env
 from .mario import lean_info
 from .mario_vector import MarioVectorEnv, supports
@@ -107,6 +108,7 @@ class BatchedEnv:
                 episodic_life=False, life_loss_info=opts.episodic_life,
                 reward_clipping=False, use_fire_reset=opts.fire_reset, repeat_action_probability=sticky)
         self.n_actions = int(self.env.single_action_space.n)
+        self.mark = ActionMark(self.n_actions, opts.frame_size) if opts.mark_action else None
         self._prev_done = np.zeros(num_envs, bool)
         self._prev_efn = np.zeros(num_envs, np.int64)
         self._nan = np.full(num_envs, np.nan, np.float32)
@@ -141,7 +143,13 @@ class BatchedEnv:
         self._prev_done[:] = False
         if not self.grouped:
             self._prev_efn[:] = info["episode_frame_number"]
-        return obs.reshape(self.num_envs, *obs.shape[-2:])
+        return self._marked(obs.reshape(self.num_envs, *obs.shape[-2:]), None, None)
+
+    def _marked(self, frames: np.ndarray, actions: np.ndarray | None, fresh: np.ndarray | None) -> np.ndarray:
+        """The frames with the previous action painted in (``mark_action``), or as they came."""
+        if self.mark is None:
+            return frames
+        return self.mark(frames if frames.flags.writeable else frames.copy(), actions, fresh)
 
     def step(self, actions: np.ndarray) -> BatchStep:
         obs, rew, term, trunc, info = self._grouped_step(actions) if self.grouped else self.env.step(actions)
@@ -158,7 +166,7 @@ class BatchedEnv:
             x_pos, flag = self._nan, self._false
         term, trunc = np.asarray(term, bool), np.asarray(trunc, bool)
         self._prev_done = term | trunc
-        frames = obs.reshape(self.num_envs, *obs.shape[-2:])
+        frames = self._marked(obs.reshape(self.num_envs, *obs.shape[-2:]), actions, reset)
         return BatchStep(frames, np.asarray(rew, np.float32), term, trunc, reset, x_pos, flag)
 
     def render_first(self) -> np.ndarray:

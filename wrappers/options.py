@@ -32,6 +32,8 @@ class EnvOptions:
     sticky_actions: float = doc("probability that an emulator frame repeats the previous action instead of the "
                                 "agent's (repeat_action_probability); -1 keeps the env id's default (ALE v5: "
                                 "0.25, Mario: 0)", -1.0)
+    mark_action: bool = doc("paint the previous action into each frame's bottom rows (a one-hot strip), so the network "
+                            "sees what sticky actions may repeat", False)
     mario_actions: str = doc("Mario action set", "simple", choices=MARIO_ACTION_SETS)
     # not a setting: the replay and the networks are built for 84x84 frames
     frame_size: int = field(default=84, metadata={"fixed": True})
