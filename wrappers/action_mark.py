@@ -30,14 +30,14 @@ class ActionMark:
                              "(one column or more each); turn it off with --mark-action false")
         self.block = frame_width // n_actions
 
-    def __call__(self, frames: np.ndarray, actions: np.ndarray | None, fresh: np.ndarray | None = None) -> np.ndarray:
+    def __call__(self, frames: np.ndarray, actions: np.ndarray | None, fresh: np.ndarray | None) -> np.ndarray:
         """``actions[i]`` was sent to env i to produce ``frames[i]``; where ``fresh[i]`` (a reset
         frame, its action ignored) or ``actions`` is None (after ``reset``) the strip stays dark."""
         strip = frames[:, -MARK_ROWS:, :]
         strip[:] = 0
         if actions is None:
             return frames
-        marked = np.flatnonzero(~fresh) if fresh is not None else np.arange(len(frames))
+        marked = np.flatnonzero(~fresh)
         cols = np.asarray(actions)[marked, None] * self.block + np.arange(self.block)  # [n, block]
         strip[marked[:, None, None], np.arange(MARK_ROWS)[None, :, None], cols[:, None, :]] = 255
         return frames

@@ -146,10 +146,8 @@ class BatchedEnv:
         return self._marked(obs.reshape(self.num_envs, *obs.shape[-2:]), None, None)
 
     def _marked(self, frames: np.ndarray, actions: np.ndarray | None, fresh: np.ndarray | None) -> np.ndarray:
-        """The frames with the previous action painted in (``mark_action``), or as they came."""
-        if self.mark is None:
-            return frames
-        return self.mark(frames if frames.flags.writeable else frames.copy(), actions, fresh)
+        """The frames with the previous action painted in, in place (``mark_action``), or as they came."""
+        return frames if self.mark is None else self.mark(frames, actions, fresh)
 
     def step(self, actions: np.ndarray) -> BatchStep:
         obs, rew, term, trunc, info = self._grouped_step(actions) if self.grouped else self.env.step(actions)

@@ -16,6 +16,7 @@ import numpy as np
 from models import build_model
 
 from ..records import checkpoint as ckpt
+from ..records.record import append_jsonl, write_json
 from ..settings.layers import trained_config
 from ..transition import EP_END, FLAG_GET, LAST, TERM, TRUNC
 
@@ -54,15 +55,11 @@ class EvalResult:
 
     def write(self, path: Path) -> Path:
         """``eval.json`` beside the checkpoint: what a script or a model card reads."""
-        from ..records.record import write_json
-
         return write_json(path, self.to_json())
 
     def append_to(self, path: Path) -> Path:
         """One row of ``eval_history.jsonl``: eval.json holds the last evaluation only, so a
         greedy one and one at epsilon 0.05 of the same weights are both kept here."""
-        from ..records.record import append_jsonl
-
         return append_jsonl(path, {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **self.to_json()})
 
     def summary(self) -> str:
