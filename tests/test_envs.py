@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from wrappers import BatchedEnv, EnvOptions, UnknownEnvError, check_env_id, make_env, make_single_frame_env
-from wrappers.action_mark import MARK_ROWS, ActionMark
+from wrappers.action_mark import MARK_ROWS, ActionMark, MarkAction
 from wrappers.atari import EpisodicLife, FireReset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -443,3 +443,35 @@ def test_batched_atari_with_mark_action_shows_the_action_sent_and_leaves_the_pic
             assert lit.tolist() == list(range(act * block, (act + 1) * block))
     plain.close()
     marked.close()
+
+
+def test_make_env_with_mark_action_paints_what_the_batched_env_paints():
+    """A single env (``make_env``, as SB3-style users build one) shows the same strip in every
+    stacked frame as the collectors' ``BatchedEnv``: the action sent, dark after the reset."""
+    opts = EnvOptions(noop_max=0, sticky_actions=0.0, mark_action=True)
+    single, batched = make_env("ALE/Pong-v5", opts), BatchedEnv("ALE/Pong-v5", opts, 1)
+    try:
+        stack, _ = single.reset(seed=3)
+        assert stack.shape == (4, 84, 84) and not stack[:, -MARK_ROWS:].any()
+        batched.reset(seed=3)
+        for a in (1, 4, 4, 0, 5):
+            stack = single.step(a)[0]
+            np.testing.assert_array_equal(stack[-1, -MARK_ROWS:], batched.step(np.array([a])).frames[0, -MARK_ROWS:])
+        block = 84 // 6
+        assert [np.flatnonzero(f[-1]).tolist() for f in stack[1:]] == [
+            list(range(a * block, (a + 1) * block)) for a in (4, 0, 5)]
+    finally:
+        single.close()
+        batched.close()
+
+
+def test_collectors_single_envs_leave_the_mark_to_the_batch():
+    """``make_single_frame_env`` (a collector's Python env) paints nothing: its ``BatchedEnv`` paints
+    the whole batch, once."""
+    opts = EnvOptions(noop_max=0, mark_action=True)
+    single, collectors = make_env("SuperMarioBros-1-1-v0", opts), make_single_frame_env("SuperMarioBros-1-1-v0", opts)
+    try:
+        assert MarkAction in wrapper_types(single) and MarkAction not in wrapper_types(collectors)
+    finally:
+        single.close()
+        collectors.close()

@@ -13,9 +13,13 @@ Pong, the Atari-5 games, Breakout and Boxing (measured over 400 random agent ste
 change by at most 32 of 255): ``n_actions`` blocks of ``frame_width // n_actions`` columns, the
 previous action's block at 255 and the rest of the strip 0. A frame right after a reset has no
 previous action: its strip is all 0.
+
+``BatchedEnv`` (collectors, Ray collectors, ``--eval``) paints a batch at once; ``MarkAction``
+paints one env's frames for ``make_env`` users, with the same strip.
 """
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 
 MARK_ROWS = 3  # the frame's bottom rows that hold the strip; the Nature stack's last conv row reads them
@@ -41,3 +45,27 @@ class ActionMark:
         cols = np.asarray(actions)[marked, None] * self.block + np.arange(self.block)  # [n, block]
         strip[marked[:, None, None], np.arange(MARK_ROWS)[None, :, None], cols[:, None, :]] = 255
         return frames
+
+
+class MarkAction(gym.Wrapper):
+    """One env of [H, W] uint8 frames with the previous action painted in (dark after each reset),
+    as ``BatchedEnv`` paints its batches; it sits below the frame stack, so the stack holds the last
+    actions too."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.mark = ActionMark(int(env.action_space.n), env.observation_space.shape[-1])
+        self._reset = np.ones(1, bool)
+        self._step = np.zeros(1, bool)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return self._paint(obs, 0, self._reset), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._paint(obs, action, self._step), reward, terminated, truncated, info
+
+    def _paint(self, obs: np.ndarray, action, fresh: np.ndarray) -> np.ndarray:
+        frame = np.array(obs, np.uint8)  # a copy: the env below may hand out its own buffer
+        return self.mark(frame[None], np.array([int(action)]), fresh)[0]

@@ -10,6 +10,7 @@ from .atari import make_atari_env
 from .mario import make_mario_env
 from .options import EnvOptions
 from .registry import check_env_id, is_mario, is_module_env_id
+from .stacking import stack_frames
 
 
 def make_env(env_id: str, opts: EnvOptions | None = None, render_mode: str | None = None, **overrides) -> gym.Env:
@@ -43,12 +44,12 @@ def make_pixel_env(env_id: str, opts: EnvOptions, render_mode: str | None = None
     env = gym.wrappers.RecordEpisodeStatistics(env)
     if opts.clip_rewards:
         env = gym.wrappers.TransformReward(env, np.sign)
-    if opts.frame_stack > 1:
-        return gym.wrappers.FrameStackObservation(env, opts.frame_stack)
-    return gym.wrappers.ReshapeObservation(env, (1, *env.observation_space.shape))
+    return stack_frames(env, opts)
 
 
 def make_single_frame_env(env_id: str, opts: EnvOptions, render_mode: str | None = None) -> gym.Env:
-    """The same env without frame stacking or reward clipping, for collectors: they stack frames
-    themselves (so the replay stores each frame once) and need raw rewards for the logs."""
-    return make_env(env_id, opts, render_mode, frame_stack=1, clip_rewards=False)
+    """The same env without frame stacking, reward clipping or the action mark, for collectors:
+    they stack frames themselves (so the replay stores each frame once), need raw rewards for the
+    logs, and ``BatchedEnv`` paints the mark on the whole batch."""
+    return make_env(env_id, opts, render_mode, frame_stack=1, clip_rewards=False, mark_action=False)
+

@@ -12,6 +12,7 @@ import numpy as np
 
 from .options import EnvOptions
 from .registry import check_env_id
+from .stacking import stack_frames
 
 
 def gray_into(rgb: np.ndarray, dst: np.ndarray) -> None:
@@ -147,8 +148,4 @@ def make_mario_env(env_id: str, opts: EnvOptions, render_mode: str | None = None
     env = gym.wrappers.RecordEpisodeStatistics(env)
     if opts.clip_rewards:
         env = gym.wrappers.TransformReward(env, np.sign)
-    if opts.frame_stack > 1:
-        env = gym.wrappers.FrameStackObservation(env, opts.frame_stack)
-    else:
-        env = gym.wrappers.ReshapeObservation(env, (1, opts.frame_size, opts.frame_size))
-    return env
+    return stack_frames(env, opts)
