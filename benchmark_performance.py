@@ -120,9 +120,10 @@ def main(argv=None) -> int:
     suite.add_argument("--steps", type=int, default=500_000,
                        help="with --suite: agent steps per game (default 500000: two of Dopamine's 250k iterations)")
     suite.add_argument("--games", metavar="A,B,...",
-                       help="with --suite --halving RECIPES.toml: the suite's games to screen the recipes on (default "
-                            "all); the recipes run to --steps/eta^(rungs-1), the best 1/--eta by mean human-normalized "
-                            "score go on to eta times the steps, ..., to --steps")
+                       help="with --suite: train only these of the suite's games, in this order (the same folder: "
+                            "a later run without --games trains the rest); with --halving RECIPES.toml: the games to "
+                            "screen the recipes on (default all); the recipes run to --steps/eta^(rungs-1), the best "
+                            "1/--eta by mean human-normalized score go on to eta times the steps, ..., to --steps")
     args, train_args = ap.parse_known_args(argv)
     if args.suite:
         return main_suite(args, train_args, ap)
@@ -288,15 +289,15 @@ def main_suite(args, train_args: list[str], ap) -> int:
 
     if args.halving and not args.time_to_score:
         return main_suite_halving(args, train_args, ap)
-    if args.time_to_score or args.halving or args.vs_baseline or args.target is not None or args.games:
+    if args.time_to_score or args.halving or args.vs_baseline or args.target is not None:
         ap.error("--suite trains each game for --steps (or --minutes); drop --time-to-score, --halving, "
-                 "--vs-baseline, --target and --games (--games goes with --halving)")
+                 "--vs-baseline and --target")
     if args.profile:
         train_args = ["--profile", args.profile, *train_args]
     if args.env:
         ap.error("--suite chooses its games; drop --env")
     try:
-        suite_dir = run_suite(args.suite, train_args, args.steps, args.minutes, args.runs_dir)
+        suite_dir = run_suite(args.suite, train_args, args.steps, args.minutes, args.runs_dir, args.games)
         code = 0
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -66,6 +66,19 @@ def suite_dir_name(suite: str, train_args: list[str]) -> str:
     return f"suite-{suite}" + (f"_{slug}" if slug else "")
 
 
+def pick_games(suite: str, games: str | None) -> list[str]:
+    """The suite's env ids for ``--games A,B`` (game names, e.g. DoubleDunk,Phoenix), or all of them."""
+    by_name = {game_name(env): env for env in SUITES[suite]}
+    if not games:
+        return list(by_name.values())
+    names = [g.strip() for g in games.split(",") if g.strip()]
+    unknown = [g for g in names if g not in by_name]
+    if unknown or not names:
+        raise ConfigError(f"--games {games}: {', '.join(unknown) or 'no game'} not in suite {suite}; choose from "
+                          f"{', '.join(by_name)}")
+    return [by_name[g] for g in names]
+
+
 def check_suite_args(suite: str, train_args: list[str], steps: int, minutes: float | None) -> None:
     """Every game's options checked as the training script checks them, before any run starts."""
     if suite not in SUITES:
@@ -164,12 +177,16 @@ def train_game(env: str, run_dir: Path, train_args: list[str], steps: int, minut
     return counters
 
 
-def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | None, runs_dir: str) -> Path:
-    """Train every game of the suite that has not finished, one after another; returns the folder."""
+def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | None, runs_dir: str,
+              games: str | None = None) -> Path:
+    """Train every game of the suite that has not finished, one after another (only ``games``, in
+    their order, where given: the suite's folder is the same, so a later run without them
+    finishes the rest); returns the folder."""
     check_suite_args(suite, train_args, steps, minutes)
+    envs = pick_games(suite, games)
     suite_dir = Path(runs_dir).resolve() / suite_dir_name(suite, train_args)
     claim_suite_dir(suite_dir, {"suite": suite, "steps": steps, "minutes": minutes, "train_args": train_args})
-    for env in SUITES[suite]:
+    for env in envs:
         run_dir = suite_dir / game_name(env)
         counters = train_game(env, run_dir, train_args, steps, minutes, f"[SUITE] {env}", env)
         mark_done(run_dir, env, counters)

@@ -22,7 +22,7 @@ from pathlib import Path
 from config_optimized import ConfigError
 
 from .halving import survivors
-from .suite import (OWN_FLAGS, SUITES, claim_suite_dir, game_counters, game_name, human_normalized, load_anchors,
+from .suite import (OWN_FLAGS, claim_suite_dir, game_counters, game_name, human_normalized, load_anchors, pick_games,
                     train_game)
 from .time_to_score import training_config
 
@@ -32,19 +32,6 @@ HALVING_FILE = "halving.json"
 def rung_steps(steps: int, eta: int, rungs: int) -> list[int]:
     """Each rung's agent steps, the last one ``steps``: 500k, eta 2, 3 rungs -> 125k, 250k, 500k."""
     return [steps // eta ** (rungs - 1 - r) for r in range(rungs)]
-
-
-def pick_games(suite: str, games: str | None) -> list[str]:
-    """The suite's env ids for ``--games A,B`` (game names, e.g. DoubleDunk,Phoenix), or all of them."""
-    by_name = {game_name(env): env for env in SUITES[suite]}
-    if not games:
-        return list(by_name.values())
-    names = [g.strip() for g in games.split(",") if g.strip()]
-    unknown = [g for g in names if g not in by_name]
-    if unknown or not names:
-        raise ConfigError(f"--games {games}: {', '.join(unknown) or 'no game'} not in suite {suite}; choose from "
-                          f"{', '.join(by_name)}")
-    return [by_name[g] for g in names]
 
 
 def check_recipes(recipes: dict[str, list[str]], common: list[str], envs: list[str]) -> None:

@@ -172,15 +172,28 @@ def test_a_finished_game_kept_without_its_checkpoint_counts_as_done(tmp_path):
     assert S.game_state(run, 1_000_000, None)[0] == "new"  # a longer suite trains it again from the start
 
 
+def test_suite_games_trains_only_those_in_the_same_folder(tmp_path, capsys):
+    """``--games`` picks the suite's games to train now; the folder is the suite's own, so a finished
+    game there is read and the game left out is not started (it would train for a minute here)."""
+    suite_dir = tmp_path / S.suite_dir_name("quick", [])
+    (suite_dir / "CountingCatch").mkdir(parents=True)
+    S.mark_done(suite_dir / "CountingCatch", "tests.catch_env:CountingCatch-v0", {"agent_steps": 2_500, "wall_s": 9.0})
+    assert S.run_suite("quick", [], 2_500, None, str(tmp_path), games="CountingCatch") == suite_dir
+    assert not (suite_dir / "Catch").exists()
+    assert "CountingCatch-v0: done (2,500 agent steps" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="Pong not in suite quick"):
+        S.run_suite("quick", [], 2_500, None, str(tmp_path), games="Catch,Pong")
+
+
 def test_suite_halving_rungs_and_refusals(tmp_path):
     from bench import suite_halving as H
 
     assert H.rung_steps(500_000, 2, 3) == [125_000, 250_000, 500_000]
     assert H.rung_steps(900_000, 3, 2) == [300_000, 900_000]
-    assert H.pick_games("atari5", "DoubleDunk, Qbert") == ["ALE/DoubleDunk-v5", "ALE/Qbert-v5"]
-    assert len(H.pick_games("atari5", None)) == 6
+    assert S.pick_games("atari5", "DoubleDunk, Qbert") == ["ALE/DoubleDunk-v5", "ALE/Qbert-v5"]
+    assert len(S.pick_games("atari5", None)) == 6
     with pytest.raises(ConfigError, match="Breakout not in suite atari5"):
-        H.pick_games("atari5", "Qbert,Breakout")
+        S.pick_games("atari5", "Qbert,Breakout")
     with pytest.raises(ConfigError, match=r"recipe \[long\]: --total-steps is the search's own"):
         H.check_recipes({"long": ["--total-steps", "9"]}, [], ["ALE/Pong-v5"])
     with pytest.raises(ConfigError, match=r"recipe \[bad\] on ALE/Pong-v5: .*--lr"):
@@ -243,7 +256,8 @@ def test_suite_halving_screens_recipes_and_continues_the_winner(tmp_path):
 @pytest.mark.parametrize("screen", ["atari_screen.toml", "atari_screen_rr8.toml"])
 def test_the_shipped_atari_screens_parse_and_check(screen):
     from bench.halving import read_recipes
-    from bench.suite_halving import check_recipes, pick_games
+    from bench.suite import pick_games
+    from bench.suite_halving import check_recipes
 
     recipes = read_recipes(str(ROOT / "bench" / screen))
     assert recipes["defaults"] == [] and len(recipes) >= 3
