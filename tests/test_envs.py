@@ -475,3 +475,23 @@ def test_collectors_single_envs_leave_the_mark_to_the_batch():
     finally:
         single.close()
         collectors.close()
+
+
+def test_batched_mario_with_mark_action_paints_on_the_native_and_python_envs_alike():
+    """Mario's native vector env and the Python envs give the same marked frames: the strip of the
+    action sent, and the picture above it as unmarked envs give it."""
+    opts = EnvOptions(noop_max=0, mario_actions="right_only", mark_action=True)
+    native, python = BatchedEnv("SuperMarioBros-1-1-v0", opts, 2), BatchedEnv("SuperMarioBros-1-1-v0", opts, 2,
+                                                                               native=False)
+    try:
+        np.testing.assert_array_equal(native.reset(seed=5), python.reset(seed=5))
+        block = 84 // native.n_actions
+        for actions in ([1, 4], [2, 0], [3, 3]):
+            a = np.array(actions)
+            got = native.step(a).frames
+            np.testing.assert_array_equal(got, python.step(a).frames)
+            assert [np.flatnonzero(f[-1]).tolist() for f in got] == [list(range(x * block, (x + 1) * block))
+                                                                    for x in actions]
+    finally:
+        native.close()
+        python.close()
