@@ -244,14 +244,20 @@ class Learner:
         return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None,
                               cache_enabled=self.graph_scope != "update")
 
+    @property
+    def host_channels_last(self) -> bool:
+        """Batches for this learner are best sampled channels_last (``Replay.sample``): it trains
+        channels_last on the CPU, so ``to_device`` then views them without a copy."""
+        return self.device.type == "cpu" and self.memory_format is torch.channels_last
+
     def to_device(self, batch: dict) -> dict:
         """numpy batch -> tensors on the learner device, every device through the same move
         (pinned + non_blocking where the device is CUDA).
 
         Runs in the prefetch thread, so it does no parallel torch work on the CPU: a torch copy
-        here would start a second OpenMP team beside the learner's and stall both on a 2-core
-        machine. The channels_last layout is therefore made by a numpy transpose, which torch then
-        views, where the learner is on the CPU; a GPU makes it itself, after the copy: at the GPU
+        machine. The channels_last layout is therefore made in numpy, which torch then views, where
+        the learner is on the CPU: a batch sampled channels_last (``host_channels_last``) is viewed
+        as it is, another transposed here. A GPU makes the layout itself, after the copy: at the GPU
         profiles' batch of 1024 the host's transpose took ~26 ms per frame stack, more than the
         sampling (16 ms), and held the prefetch thread to ~12 batches/s on an H200's host."""
         on_host = self.device.type == "cpu"

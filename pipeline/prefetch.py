@@ -31,7 +31,7 @@ class Prefetcher(threading.Thread):
                         break
                     except queue.Full:
                         pass
-                sample = self.replay.sample(self.batch_size)
+                sample = self.replay.sample(self.batch_size, self.learner.host_channels_last)
         except BaseException as e:
             self.error = e
 
@@ -45,7 +45,7 @@ class Prefetcher(threading.Thread):
             valid, stored = self.replay.count_valid()
             if valid:
                 try:
-                    return self.replay.sample(self.batch_size)
+                    return self.replay.sample(self.batch_size, self.learner.host_channels_last)
                 except RuntimeError:
                     # The sampler redraws an invalid pick 100 times: while under a quarter of the
                     # records can start a transition, that can fail by chance and the next records

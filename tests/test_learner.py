@@ -242,6 +242,7 @@ def test_batches_move_to_the_learner_device_through_one_path(device, channels_la
 
 class _OnHost:
     """The prefetcher's learner, minus the device copy: the batches stay numpy."""
+    host_channels_last = False
 
     @staticmethod
     def to_device(batch):

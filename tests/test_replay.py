@@ -304,3 +304,26 @@ def test_n_step_cut_ends_each_return_before_the_next_random_action():
     for b, recs, i in where:
         cut += check_n_step(batch, b, recs, i, cut=True) < ref_nstep(recs, i)[2]
     assert cut > 100  # about 3 of 4 samples meet a random action within their next two steps
+
+
+def test_channels_last_batches_hold_the_same_stacks_laid_out_for_the_cpu_learner():
+    """``sample(channels_last=True)`` gives the same frame stacks, in [B, H, W, k] memory, and a
+    channels_last CPU learner takes them as they are, without a copy."""
+    from pipeline.learner import Learner
+    from pipeline.settings.layers import resolve_config
+    from pipeline.settings.hardware import detect_hardware
+
+    streams = make_streams(3, 400)
+    plain, laid = small_replay(360, 3), small_replay(360, 3)  # the same seed: the same draws
+    fill(plain, streams)
+    fill(laid, streams)
+    a, b = plain.sample(64), laid.sample(64, channels_last=True)
+    for k in ("obs", "next_obs"):
+        np.testing.assert_array_equal(a[k], b[k])
+        assert b[k].shape == (64, K, *SHAPE) and b[k].transpose(0, 2, 3, 1).flags.c_contiguous
+    cfg = resolve_config({"env": "ALE/Pong-v5", "channels_last": True}, detect_hardware()).cfg
+    learner = Learner(cfg.learner, K, 6, torch.device("cpu"))
+    assert learner.host_channels_last
+    on = learner.to_device(b)
+    assert on["obs"].is_contiguous(memory_format=torch.channels_last)
+    assert on["obs"].data_ptr() == b["obs"].__array_interface__["data"][0]  # viewed, not copied

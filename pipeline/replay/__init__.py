@@ -43,13 +43,15 @@ class Replay:
     def __len__(self) -> int:
         return len(self.storage)
 
-    def sample(self, batch_size: int) -> dict[str, np.ndarray]:
+    def sample(self, batch_size: int, channels_last: bool = False) -> dict[str, np.ndarray]:
+        """A batch of n-step transitions; ``channels_last``: its frame stacks laid out as a
+        channels_last learner on the CPU reads them (``Learner.host_channels_last``)."""
         st = self.storage
         with st.lock:
             s, p, weights = self.sampler.sample(batch_size, self.frame_stack, self.n_step)
             ret, terminated, boot, disc = st.n_step(s, p, self.n_step, self.gamma, self.n_step_cut)
-            obs = st.frames[s[:, None], st.stack_indices(s, p, self.frame_stack)]
-            next_obs = st.frames[s[:, None], st.stack_indices(s, boot, self.frame_stack)]
+            obs = st.stacks(s, st.stack_indices(s, p, self.frame_stack), channels_last)
+            next_obs = st.stacks(s, st.stack_indices(s, boot, self.frame_stack), channels_last)
             action = st.action[s, p].astype(np.int64)
             seq = st.sequence(s, p)
             # records written to its stream since each sample's, times the streams that advance
