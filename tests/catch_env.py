@@ -4,7 +4,8 @@ pipeline a real game does, and small enough that a DQN learns it in a minute on 
 
 Importing this module registers ``Catch-v0`` (used as ``--env tests.catch_env:Catch-v0``) and
 ``CatchCrash-v0`` (raises inside ``step`` after 400 steps) and ``CatchNaN-v0`` (rewards turn
-NaN after 200 steps), for fault tests, ``FlagCatch-v0`` (a distance and a flag, as Mario
+NaN after 200 steps), for fault tests, ``WideCatch-v0`` (100 actions, 97 of them "stay"; more
+than ``--mark-action``'s strip has columns), ``FlagCatch-v0`` (a distance and a flag, as Mario
 reports them), and ``CountingCatch-v0``, whose frames carry the env
 instance's id and the number of its observation (``stamp``), so a test can read from the replay
 whether every stream's records arrived exactly once and in order.
@@ -22,9 +23,9 @@ GRID, CELL = 7, 12  # 7 x 12 px = 84 px
 class Catch(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
 
-    def __init__(self, render_mode: str | None = None, crash_after: int = 0, nan_after: int = 0):
+    def __init__(self, render_mode: str | None = None, crash_after: int = 0, nan_after: int = 0, n_actions: int = 3):
         self.observation_space = gym.spaces.Box(0, 255, (GRID * CELL, GRID * CELL), np.uint8)
-        self.action_space = gym.spaces.Discrete(3)  # left, stay, right
+        self.action_space = gym.spaces.Discrete(n_actions)  # left, stay, right (and more that stay)
         self.render_mode = render_mode
         self.crash_after, self.nan_after = crash_after, nan_after
         self.steps_taken = 0
@@ -48,7 +49,8 @@ class Catch(gym.Env):
         self.steps_taken += 1
         if self.crash_after and self.steps_taken >= self.crash_after:
             raise RuntimeError(f"injected emulator fault after {self.steps_taken} steps")
-        self.paddle = int(np.clip(self.paddle + int(action) - 1, 0, GRID - 1))
+        move = int(action) - 1 if action < 3 else 0
+        self.paddle = int(np.clip(self.paddle + move, 0, GRID - 1))
         self.ball = (self.ball[0] + 1, self.ball[1])
         landed = self.ball[0] == GRID - 1
         reward = (1.0 if self.paddle == self.ball[1] else -1.0) if landed else 0.0
@@ -98,3 +100,4 @@ gym.register("CountingCatch-v0", entry_point=CountingCatch)
 gym.register("CatchCrash-v0", entry_point=Catch, kwargs={"crash_after": 400})
 gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 200})
 gym.register("FlagCatch-v0", entry_point=FlagCatch)
+gym.register("WideCatch-v0", entry_point=Catch, kwargs={"n_actions": 100})  # more actions than the mark's strip has columns

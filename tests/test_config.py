@@ -72,6 +72,12 @@ def test_unknown_env_id():
     assert "not a known environment id" in _error(env="ALE/Pongg-v5")
 
 
+def test_action_mark_wider_than_the_frame_is_refused_before_anything_starts():
+    msg = _error(env="tests.catch_env:WideCatch-v0", mark_action=True)
+    assert "WideCatch-v0: 100 actions do not fit" in msg and "84 pixels wide" in msg and "--mark-action false" in msg
+    validate(Config().replace(env="tests.catch_env:WideCatch-v0"), hw(2))  # without the mark it trains
+
+
 def test_zero_collectors():
     assert "--num-collectors 0" in _error(num_collectors=0)
 

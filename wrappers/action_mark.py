@@ -30,8 +30,8 @@ class ActionMark:
 
     def __init__(self, n_actions: int, frame_width: int):
         if not 0 < n_actions <= frame_width:
-            raise ValueError(f"mark_action: {n_actions} actions do not fit a strip {frame_width} pixels wide "
-                             "(one column or more each); turn it off with --mark-action false")
+            raise ValueError(f"{n_actions} actions do not fit the action mark's strip, {frame_width} pixels wide "
+                             "(a column or more each); turn it off with --mark-action false")
         self.block = frame_width // n_actions
 
     def __call__(self, frames: np.ndarray, actions: np.ndarray | None, fresh: np.ndarray | None) -> np.ndarray:

@@ -44,7 +44,7 @@ def check_eval_epsilon(eval_epsilon: float) -> None:
 
 def validate(cfg: Config, hw: Hardware) -> list[str]:
     """Raise ConfigError for the first impossible setting; return warnings for dubious ones."""
-    from wrappers.registry import UnknownEnvError, check_env_id, is_mario
+    from wrappers.registry import UnknownEnvError, check_env_id, is_mario, is_module_env_id
 
     opts, col, rep, lrn, run = cfg.env_options, cfg.collectors, cfg.replay, cfg.learner, cfg.run
 
@@ -106,6 +106,13 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
             bad("track", f"needs the wandb package, which is not installed: {INSTALL}")
     if opts.reward_scale <= 0:
         bad("reward_scale", "must be positive (1 = raw rewards)")
+    if opts.mark_action and is_module_env_id(cfg.env):  # ALE's 18 and Mario's 12 actions always fit the strip
+        from wrappers.factory import count_actions
+
+        try:
+            count_actions(cfg.env, opts)
+        except ValueError as e:  # the strip has a column or more per action
+            bad("mark_action", f"{cfg.env}: {e}")
     check_eval_epsilon(run.eval_epsilon)
     if not (0 <= col.eps_end <= 1 and 0 <= col.eps_start <= 1):
         bad("eps_start" if not 0 <= col.eps_start <= 1 else "eps_end", "must be in [0, 1]")
