@@ -255,6 +255,7 @@ class Learner:
         (pinned + non_blocking where the device is CUDA).
 
         Runs in the prefetch thread, so it does no parallel torch work on the CPU: a torch copy
+        here would start a second OpenMP team beside the learner's and stall both on a 2-core
         machine. The channels_last layout is therefore made in numpy, which torch then views, where
         the learner is on the CPU: a batch sampled channels_last (``host_channels_last``) is viewed
         as it is, another transposed here. A GPU makes the layout itself, after the copy: at the GPU

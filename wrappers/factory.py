@@ -52,4 +52,3 @@ def make_single_frame_env(env_id: str, opts: EnvOptions, render_mode: str | None
     they stack frames themselves (so the replay stores each frame once), need raw rewards for the
     logs, and ``BatchedEnv`` paints the mark on the whole batch."""
     return make_env(env_id, opts, render_mode, frame_stack=1, clip_rewards=False, mark_action=False)
-
