@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # A user's own autotuned profiles (from --autotune) must not change what the tests see: point
-# the profile folder, here and in every subprocess, at one that does not exist.
+# the profile folder, here and in every subprocess, at one of this session's own (removed at its end).
 os.environ["DQN_PROFILE_DIR"] = os.path.join(tempfile.gettempdir(), f"dqn-tests-no-profiles-{os.getpid()}")
 
 import subprocess  # noqa: E402
@@ -15,6 +15,14 @@ import time  # noqa: E402
 import uuid  # noqa: E402
 
 import pytest  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The profile folder exists only if a run wrote to it (the bf16 probe caches its speed-up
+    there): remove it, so a test session leaves nothing in the temp folder."""
+    import shutil
+
+    shutil.rmtree(os.environ["DQN_PROFILE_DIR"], ignore_errors=True)
 
 # The catch run's time limit. It stops at the target, ~0.4 min on a quiet 2-core machine; the
 # limit is only the ceiling for a slow or shared one (a CI run that needed 2.5 min failed there).
