@@ -78,7 +78,7 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
             return live
 
         def sample():
-            return replay.sample(bs)
+            return replay.sample(bs, learner.host_channels_last)
     rates, ups, busy = [], [], []
     t_learn = None
     while True:
