@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import gymnasium as gym
 
-from presets import is_mario  # noqa: F401  (the name test lives in layer 0; re-exported here)
+from presets import is_mario  # the name test lives in layer 0 (presets); the other modules import it from here
 
 
 class UnknownEnvError(ValueError):
