@@ -58,7 +58,7 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
                 replay.writer.write(0, frames, fields)
                 steps += live
                 while ratio.update_due(steps, trained):
-                    learner.update([learner.to_device(replay.sample(cfg.learner.batch_size, learner.host_channels_last))])
+                    learner.update([learner.batch_from(replay, cfg.learner.batch_size)])
                     trained += cfg.learner.batch_size
                 for ep in finished_games(fields, steps, time.monotonic()):
                     row = episode_row(ep, ep.t - t0, learner.updates, trained)

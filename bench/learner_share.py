@@ -73,7 +73,7 @@ def learner_share(rounds: int = 8, block: int = 16, duty: float = 0.4, threads: 
                 if condition == "alone":
                     batch = fixed
                 elif condition == "fresh batches":
-                    batch = learner.to_device(replay.sample(bs, learner.host_channels_last))
+                    batch = learner.batch_from(replay, bs)
                 else:
                     batch = prefetcher.get()
                 learner.update([batch])

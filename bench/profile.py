@@ -40,7 +40,7 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
 
     def learner_step():
         with record_function("replay.sample"):
-            batches = [learner.to_device(replay.sample(cfg.learner.batch_size, learner.host_channels_last))
+            batches = [learner.batch_from(replay, cfg.learner.batch_size)
                        for _ in range(cfg.learner.grad_accum_steps)]
         with record_function("learner.update"):
             learner.update(batches)

@@ -250,6 +250,10 @@ class Learner:
         channels_last on the CPU, so ``to_device`` then views them without a copy."""
         return self.device.type == "cpu" and self.memory_format is torch.channels_last
 
+    def batch_from(self, replay, batch_size: int) -> dict:
+        """One training batch from ``replay``: sampled in the layout this learner reads, on its device."""
+        return self.to_device(replay.sample(batch_size, self.host_channels_last))
+
     def to_device(self, batch: dict) -> dict:
         """numpy batch -> tensors on the learner device, every device through the same move
         (pinned + non_blocking where the device is CUDA).

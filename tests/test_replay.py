@@ -327,3 +327,9 @@ def test_channels_last_batches_hold_the_same_stacks_laid_out_for_the_cpu_learner
     on = learner.to_device(b)
     assert on["obs"].is_contiguous(memory_format=torch.channels_last)
     assert on["obs"].data_ptr() == b["obs"].__array_interface__["data"][0]  # viewed, not copied
+    again = small_replay(360, 3)  # what the benches train on: the same draw, sampled in the learner's layout
+    fill(again, streams)
+    drawn = learner.batch_from(again, 64)
+    assert drawn["obs"].is_contiguous(memory_format=torch.channels_last)
+    for k in ("obs", "next_obs"):
+        np.testing.assert_array_equal(drawn[k].numpy(), a[k])
