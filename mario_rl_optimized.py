@@ -197,7 +197,11 @@ def main(argv=None) -> int:
         return 2
     from pipeline.run import train_run
 
-    return train_run(cfg, hw, notes).exit_code
+    try:
+        return train_run(cfg, hw, notes).exit_code
+    except ConfigError as e:  # another run holds the folder: refused before anything starts
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 USAGE = """usage: fast-dqn COMMAND [options]

@@ -69,13 +69,17 @@ def prepare_run(args):
 
 
 def open_run(cfg: Config) -> RunLog:
-    """The run's folder (cleared first with --overwrite, linked as runs/latest) and its log."""
+    """The run's folder (cleared with --overwrite, linked as runs/latest) and its log, which holds
+    the folder for the run's life. Raises ConfigError where another run is training in it: the
+    log is opened before --overwrite clears anything, so a live run's files are never removed."""
     run_dir = Path(cfg.run.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = RunLog(run_dir, cfg.total_steps)
     if cfg.run.overwrite and not cfg.run.resume:
         clear_run(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+        log.clear()
     link_latest(run_dir)
-    return RunLog(run_dir, cfg.total_steps)
+    return log
 
 
 # Failures a user can fix; each ends the run with one "[MAIN] Error: ..." line and exit code 1.

@@ -87,7 +87,29 @@ def test_run_record_best_model_and_no_silent_overwrite(tmp_path):
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert rows[0]["epoch"] == 1 and rows[-1]["agent_steps"] < 3000
     assert json.loads((run_dir / "config.json").read_text()).get("previous") is None
+    assert (run_dir / "train.log").read_text().count("[MAIN] Stopped (") == 1  # the old run's log emptied too
     check_clean(proc, mark)
+
+
+def test_a_folder_another_run_is_training_in_is_refused_and_left_as_it_was(tmp_path):
+    """A second run on a live run's folder (--overwrite, or --resume latest in a second terminal)
+    is refused before it writes or removes anything; the live run's log holds the folder."""
+    from pipeline.records.runlog import RunLog
+
+    folder = make_run(tmp_path / "run")
+    (folder / "metrics.jsonl").write_text("{}\n")
+    live = RunLog(folder, 1000)  # the run training in it
+    try:
+        live("[MAIN] the live run's line")
+        mark = uuid.uuid4().hex
+        proc, out = run([*CATCH, "--run-dir", str(folder), "--total-steps", "1200", "--overwrite"], mark)
+        assert proc.returncode == 2 and "another run is training in this folder" in out and "--run-dir" in out
+        assert (folder / "checkpoint.pt").read_bytes() == b"x" and (folder / "metrics.jsonl").read_text() == "{}\n"
+        assert (folder / "train.log").read_text() == "[MAIN] the live run's line\n"
+        check_clean(proc, mark)
+    finally:
+        live.close()
+    RunLog(folder, 1000).close()  # released with the live run: the folder is free again
 
 
 def test_resumed_run_keeps_the_earlier_record(tmp_path):
