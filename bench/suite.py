@@ -17,18 +17,23 @@ play the full 18-action set where ``-v5`` ids give each game its minimal set.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 import os
 import re
+import signal
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from config_optimized import ConfigError
 from pipeline.file_keys import current_keys
 
-from .time_to_score import train_subprocess, training_config
+from .time_to_score import PROJECT_DIR, training_config
 
 SUITES = {"atari5": ("ALE/BattleZone-v5", "ALE/DoubleDunk-v5", "ALE/NameThisGame-v5", "ALE/Phoenix-v5",
                      "ALE/Qbert-v5", "ALE/Pong-v5"),
@@ -149,60 +154,127 @@ def claim_suite_dir(suite_dir: Path, options: dict) -> None:
     write_json(path, options)
 
 
-def train_game(env: str, run_dir: Path, train_args: list[str], steps: int, minutes: float | None, tag: str,
-               what: str) -> dict:
-    """Bring one game's run to ``steps`` agent steps (or ``minutes``): start it, resume it, or,
-    done already, only read it; returns its counters. ``tag`` opens the printed lines ("[SUITE]
-    ALE/Pong-v5"), ``what`` names the run in errors. Ctrl-C or SIGTERM end the run cleanly and
-    raise SuiteInterrupted; a run that fails or stops short raises RuntimeError."""
+@dataclasses.dataclass(frozen=True)
+class GameRun:
+    """One game's run to bring to its length: the game, its folder, its options, the tag its
+    printed lines open with ("[SUITE] ALE/Pong-v5") and the name errors give it."""
+    env: str
+    run_dir: Path
+    train_args: list[str]
+    tag: str
+    what: str
+
+
+def train_games(runs: list[GameRun], steps: int, minutes: float | None, at_once: int = 1,
+                on_done: Callable[[GameRun, dict], None] | None = None) -> dict[str, dict]:
+    """Bring each run to ``steps`` agent steps (or ``minutes``), ``at_once`` of them at a time, each
+    in its own child process (``mario_rl_optimized.py``, as a user runs it): start it, resume it,
+    or, done already, only read it; the next starts as one ends. ``on_done(run, counters)`` is
+    called as each run is found done. Returns each finished run's counters by its ``what``.
+
+    Ctrl-C or SIGTERM reach every running game, which stops cleanly (checkpoint, replay, children
+    joined), and then raise SuiteInterrupted. A run that fails or stops short stops the others the
+    same way (each keeps a checkpoint to resume from) and raises RuntimeError naming it: a child is
+    never left running behind the suite."""
     from pipeline.records.files import LOG_NAME
 
-    state, counters = game_state(run_dir, steps, minutes)
-    if state == "done":
-        return counters
-    cmd = game_command(env, run_dir, state, train_args, steps, minutes)
-    how = f"resumed at {counters.get('agent_steps', 0):,} agent steps" if state == "resume" else "started"
-    print(f"{tag}: {how}: {' '.join(cmd[1:])}", flush=True)
-    code, stopped = train_subprocess(cmd)
-    if stopped:
-        raise SuiteInterrupted(f"{tag.split()[0]} stopped by {stopped} during {what} (its run saved a checkpoint); "
-                               "run the same command again to continue where it stopped")
-    if code != 0:
-        raise RuntimeError(f"{what} exited with code {code}; its log is {run_dir / LOG_NAME}. Run the same command "
-                           "again to continue where it stopped")
-    state, counters = game_state(run_dir, steps, minutes)
-    if state != "done":
-        raise RuntimeError(f"{what} stopped at {counters.get('agent_steps', 0):,} agent steps, before {steps:,}; its log "
-                           f"({run_dir / LOG_NAME}) says why")
-    return counters
+    queue, running, done = list(runs), {}, {}
+    got: list[str] = []      # the signal that stopped the suite
+    failed: list[str] = []   # why the first run that failed did
+    cut: list[str] = []      # the runs a signal or another's failure stopped short
+
+    def stop_all(signum):
+        for proc in running:
+            try:
+                proc.send_signal(signum)  # a terminal's Ctrl-C reached the runs too: a second one is harmless
+            except ProcessLookupError:
+                pass
+
+    def on_signal(signum, _frame):
+        got.append(signal.Signals(signum).name)
+        stop_all(signum)
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while running or (queue and not (got or failed)):  # a signal or a failure starts no more runs
+            while queue and len(running) < at_once and not (got or failed):
+                run = queue.pop(0)
+                state, counters = game_state(run.run_dir, steps, minutes)
+                if state == "done":
+                    done[run.what] = counters
+                    if on_done:
+                        on_done(run, counters)
+                    continue
+                cmd = game_command(run.env, run.run_dir, state, run.train_args, steps, minutes)
+                how = f"resumed at {counters.get('agent_steps', 0):,} agent steps" if state == "resume" else "started"
+                print(f"{run.tag}: {how}: {' '.join(cmd[1:])}", flush=True)
+                running[subprocess.Popen(cmd, cwd=PROJECT_DIR)] = run
+            ended = [proc for proc in running if proc.poll() is not None]
+            if not ended:
+                time.sleep(0.2)  # a child's end is polled: no wait on one child may hold up the others
+                continue
+            for proc in ended:
+                run = running.pop(proc)
+                state, counters = game_state(run.run_dir, steps, minutes)
+                if state == "done":
+                    done[run.what] = counters
+                    if on_done:
+                        on_done(run, counters)
+                elif got or failed:
+                    cut.append(run.what)
+                else:
+                    failed.append(f"{run.what} exited with code {proc.returncode}; its log is {run.run_dir / LOG_NAME}"
+                                  if proc.returncode != 0 else
+                                  f"{run.what} stopped at {counters.get('agent_steps', 0):,} agent steps, before "
+                                  f"{steps:,}; its log ({run.run_dir / LOG_NAME}) says why")
+                    stop_all(signal.SIGINT)
+    finally:
+        if running:  # an error of the suite's own: its children stop cleanly before it goes
+            stop_all(signal.SIGINT)
+            for proc in running:
+                proc.wait()
+        for s, h in old.items():
+            signal.signal(s, h)
+    if got:
+        raise SuiteInterrupted(f"{runs[0].tag.split()[0]} stopped by {got[0]} during {', '.join(cut) or 'set-up'} "
+                               "(each run saved a checkpoint); run the same command again to continue where it stopped")
+    if failed:
+        also = f" ({', '.join(cut)} stopped with it, each with a checkpoint)" if cut else ""
+        raise RuntimeError(f"{failed[0]}{also}. Run the same command again to continue where it stopped")
+    return done
 
 
 def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | None, runs_dir: str,
-              games: str | None = None) -> Path:
-    """Train every game of the suite that has not finished, one after another (only ``games``, in
-    their order, where given: the suite's folder is the same, so a later run without them
-    finishes the rest); returns the folder."""
+              games: str | None = None, at_once: int = 1) -> Path:
+    """Train every game of the suite that has not finished, ``at_once`` at a time (only ``games``,
+    in their order, where given: the suite's folder is the same, so a later run without them
+    finishes the rest); returns the folder. Games trained side by side share the machine, so
+    their minutes are not one game's alone; their agent steps, and so their windows, are."""
     check_suite_args(suite, train_args, steps, minutes)
     envs = pick_games(suite, games)
     suite_dir = Path(runs_dir).resolve() / suite_dir_name(suite, train_args)
     claim_suite_dir(suite_dir, {"suite": suite, "steps": steps, "minutes": minutes, "train_args": train_args})
-    for env in envs:
-        run_dir = suite_dir / game_name(env)
-        counters = train_game(env, run_dir, train_args, steps, minutes, f"[SUITE] {env}", env)
-        mark_done(run_dir, env, counters)
-        print(f"[SUITE] {env}: done ({counters.get('agent_steps', 0):,} agent steps, "
+    runs = [GameRun(env, suite_dir / game_name(env), train_args, f"[SUITE] {env}", env) for env in envs]
+    if at_once > 1:
+        print(f"[SUITE] {min(at_once, len(runs))} games at once: each game's minutes are its share of this machine",
+              flush=True)
+
+    def finished(run: GameRun, counters: dict) -> None:
+        mark_done(run.run_dir, run.env, counters, at_once)
+        print(f"[SUITE] {run.env}: done ({counters.get('agent_steps', 0):,} agent steps, "
               f"{counters.get('wall_s', 0) / 60:.1f} min)", flush=True)
+    train_games(runs, steps, minutes, at_once, finished)
     return suite_dir
 
 
-def mark_done(run_dir: Path, env: str, counters: dict) -> None:
-    """Record a finished game's counters beside its run (``GAME_FILE``), whole or not at all."""
+def mark_done(run_dir: Path, env: str, counters: dict, at_once: int = 1) -> None:
+    """Record a finished game's counters beside its run (``GAME_FILE``), whole or not at all, with
+    how many games trained at once (their minutes are each a share of the machine)."""
     from pipeline.records.record import write_json
 
     path = run_dir / GAME_FILE
     if not path.is_file():
         keep = {k: counters[k] for k in ("agent_steps", "wall_s", "episodes", "samples_trained") if k in counters}
-        write_json(path, {"env": env, "counters": keep})
+        write_json(path, {"env": env, "counters": keep, "games_at_once": at_once})
 
 
 class SuiteInterrupted(Exception):
@@ -279,9 +351,11 @@ def suite_report(suite_dir: str | Path) -> dict:
         if (run_dir / RECORD_NAME).is_file():
             with open(run_dir / RECORD_NAME) as f:
                 record = json.load(f)
+        kept = json.loads((run_dir / GAME_FILE).read_text()) if (run_dir / GAME_FILE).is_file() else {}
         games[name] = {"env": env, "random": a["random"], "human": a["human"], "windows": wins,
                        "agent_steps": done, "minutes": counters.get("wall_s", 0) / 60 if counters else None,
-                       "anchors": a["dopamine"], "trained_on": trained_on(record)}
+                       "anchors": a["dopamine"], "trained_on": trained_on(record),
+                       "games_at_once": kept.get("games_at_once", 1)}
     n_windows = max((len(g["windows"]) for g in games.values()), default=0)
     agents = list(anchors["games"][IQM_GAMES[0]]["dopamine"])
     iqms = []
@@ -361,6 +435,10 @@ def report_markdown(rep: dict) -> str:
             machines.setdefault(g["trained_on"], []).append(name)
     for where, names in machines.items():
         lines.append(f"Trained on: {where} ({', '.join(names)}).")
+    shared = [f"{name} ({g['games_at_once']} at once)" for name, g in rep["games"].items() if g.get("games_at_once", 1) > 1]
+    if shared:
+        lines.append(f"Trained side by side: {', '.join(shared)}; their minutes are each a share of the machine, "
+                     "their windows (per agent step) as alone.")
     lines.append(f"Anchors: {rep['anchor_source']} (5 seeds, sticky actions 0.25, full action set).")
     return "\n".join(lines)
 

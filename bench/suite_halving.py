@@ -22,8 +22,8 @@ from pathlib import Path
 from config_optimized import ConfigError
 
 from .halving import survivors
-from .suite import (OWN_FLAGS, claim_suite_dir, game_counters, game_name, human_normalized, load_anchors, pick_games,
-                    train_game)
+from .suite import (OWN_FLAGS, GameRun, claim_suite_dir, game_counters, game_name, human_normalized, load_anchors,
+                    pick_games, train_games)
 from .time_to_score import training_config
 
 HALVING_FILE = "halving.json"
@@ -75,8 +75,10 @@ def run_score(run_dir: Path, steps: int, anchors: dict) -> dict:
 
 
 def suite_halving(suite: str, recipes: dict[str, list[str]], games: str | None, common: list[str], steps: int,
-                  eta: int, rungs: int, runs_dir: str) -> dict:
-    """Run (or continue) the search; returns every rung's standings and the winner."""
+                  eta: int, rungs: int, runs_dir: str, at_once: int = 1) -> dict:
+    """Run (or continue) the search, ``at_once`` runs side by side; returns every rung's standings
+    and the winner. Recipes are ranked by score at equal agent steps, so runs side by side rank
+    as runs alone; their minutes are each a share of the machine."""
     from pipeline.records.record import write_json
 
     envs = pick_games(suite, games)
@@ -88,15 +90,12 @@ def suite_halving(suite: str, recipes: dict[str, list[str]], games: str | None, 
     anchors = load_anchors()
     alive, history = list(recipes), []
     for r, at in enumerate(rung_steps(steps, eta, rungs)):
+        train_games([GameRun(env, root / name / game_name(env), [*common, *recipes[name]],
+                             f"[HALVING] rung {r + 1}/{rungs} ({at:,} agent steps): {name} on {game_name(env)}",
+                             f"{name} on {env}") for name in alive for env in envs], at, None, at_once)
         standings = []
         for name in alive:
-            scores = []
-            for env in envs:
-                run_dir = root / name / game_name(env)
-                train_game(env, run_dir, [*common, *recipes[name]], at, None,
-                           f"[HALVING] rung {r + 1}/{rungs} ({at:,} agent steps): {name} on {game_name(env)}",
-                           f"{name} on {env}")
-                scores.append(run_score(run_dir, at, anchors))
+            scores = [run_score(root / name / game_name(env), at, anchors) for env in envs]
             hns = [s["hns"] for s in scores if s["hns"] is not None]
             standings.append({"recipe": name, "args": recipes[name], "games": scores,
                               "hns_mean": statistics.fmean(hns) if len(hns) == len(scores) else None})

@@ -2,6 +2,8 @@
 scores), the anchors it ships, what it refuses before any run starts, and a whole suite run as a
 user runs it: stopped by SIGTERM in its first game, resumed by the same command, then only read."""
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +16,17 @@ import pytest
 from bench import suite as S
 from config_optimized import ConfigError
 from tests.proc_utils import CATCH, ROOT, env_for, marked_processes, read_until
+
+
+@pytest.fixture
+def mark():
+    """A marker for the processes a test starts; any left by a failing test are killed at teardown,
+    so a suite that does not stop cannot go on using the machine's cores."""
+    m = uuid.uuid4().hex
+    yield m
+    for pid in marked_processes(m):
+        if pid != os.getpid():
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_window_scores_put_each_game_in_the_window_it_ended_in():
@@ -116,14 +129,13 @@ def test_report_scores_windows_and_the_iqm_beside_the_anchors(tmp_path):
 
 
 @pytest.mark.slow
-def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path):
+def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     """The quick suite (two catch games) as a user runs it: SIGTERM during the first game stops the
     run cleanly and the suite after it (exit 130, the report still written); the same command
     resumes that game from its checkpoint and plays the second; a third time trains nothing."""
     opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
     cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "2500",
            "--runs-dir", str(tmp_path), *opts]
-    mark = uuid.uuid4().hex
     before = set(Path("/dev/shm").glob("dqnrl_*"))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for(mark), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -159,6 +171,56 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path):
         time.sleep(0.1)
     assert marked_processes(mark) == [], "a process of the suite outlived it"
     assert set(Path("/dev/shm").glob("dqnrl_*")) <= before, "shared memory left in /dev/shm"
+
+
+def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_path, mark):
+    """--games-at-once 2: both catch games train side by side; SIGTERM stops both cleanly (exit 130,
+    each named); the same command resumes both; the report says they shared the machine."""
+    opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "2500", "--games-at-once", "2",
+           "--runs-dir", str(tmp_path), *opts]
+    before = set(Path("/dev/shm").glob("dqnrl_*"))
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for(mark), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    lines: list[str] = []
+    assert read_until(proc, "[MAIN] Learning starts", lines), "".join(lines)
+    assert read_until(proc, "[MAIN] Learning starts", lines), "".join(lines)  # the second game's
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + out
+    assert proc.returncode == 130, out
+    assert "2 games at once" in out and "tests.catch_env:Catch-v0: started" in out
+    assert "tests.catch_env:CountingCatch-v0: started" in out
+    (suite_dir,) = tmp_path.glob("suite-quick_*")
+    stopped = re.search(r"stopped by SIGTERM during (.*) \(each run", out)
+    assert stopped, out
+    assert {s for s in stopped.group(1).split(", ")} <= {"tests.catch_env:Catch-v0", "tests.catch_env:CountingCatch-v0"}
+
+    out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
+    assert out.count(": done (") == 2, out
+    for name in ("Catch", "CountingCatch"):
+        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["games_at_once"] == 2
+    md = (suite_dir / "suite_report.md").read_text()
+    assert "Trained side by side: Catch (2 at once), CountingCatch (2 at once)" in md
+    deadline = time.time() + 10
+    while marked_processes(mark) and time.time() < deadline:
+        time.sleep(0.1)
+    assert marked_processes(mark) == [], "a process of the suite outlived it"
+    assert set(Path("/dev/shm").glob("dqnrl_*")) <= before, "shared memory left in /dev/shm"
+
+
+def test_a_game_that_fails_stops_the_games_beside_it(tmp_path, monkeypatch, mark):
+    """A run that fails (here: a setting its script refuses) stops the run beside it cleanly and
+    the error names the one that failed; no child outlives the suite."""
+    monkeypatch.setenv("DQN_TEST_MARK", mark)
+    opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
+    runs = [S.GameRun("tests.catch_env:Catch-v0", tmp_path / "Catch", opts, "[SUITE] catch", "the good run"),
+            S.GameRun("tests.catch_env:CountingCatch-v0", tmp_path / "Bad", [*opts, "--lr", "-1"], "[SUITE] bad",
+                      "the bad run")]
+    with pytest.raises(RuntimeError, match=r"the bad run exited with code 2; its log is .*the good run stopped with it"):
+        S.train_games(runs, 100_000, None, at_once=2)
+    assert S.game_state(tmp_path / "Catch", 100_000, None)[0] != "done"
+    assert marked_processes(mark) == [], "a run outlived the suite"
 
 
 def test_a_finished_game_kept_without_its_checkpoint_counts_as_done(tmp_path):
@@ -221,7 +283,7 @@ def test_suite_halving_ranks_recipes_by_their_mean_rank_over_the_games():
 
 
 @pytest.mark.slow
-def test_suite_halving_screens_recipes_and_continues_the_winner(tmp_path):
+def test_suite_halving_screens_recipes_and_continues_the_winner(tmp_path, mark):
     """Two recipes on one of the quick suite's catch games (``--games``), two rungs: both train
     it to the first rung's steps, the better one is resumed to --steps, and the same command again
     only reads. (How standings over several games rank is
@@ -232,7 +294,6 @@ def test_suite_halving_screens_recipes_and_continues_the_winner(tmp_path):
     opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
     cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--halving", str(recipes), "--steps",
            "3000", "--rungs", "2", "--games", "Catch", "--runs-dir", str(tmp_path), *opts]
-    mark = uuid.uuid4().hex
     proc = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (root,) = tmp_path.glob("suite-halving-quick_*")
