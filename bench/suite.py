@@ -207,7 +207,10 @@ def train_games(runs: list[GameRun], steps: int, minutes: float | None, at_once:
                 cmd = game_command(run.env, run.run_dir, state, run.train_args, steps, minutes)
                 how = f"resumed at {counters.get('agent_steps', 0):,} agent steps" if state == "resume" else "started"
                 print(f"{run.tag}: {how}: {' '.join(cmd[1:])}", flush=True)
-                running[subprocess.Popen(cmd, cwd=PROJECT_DIR)] = run
+                proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)
+                running[proc] = run
+                if got:  # the signal came while it started: it stops too
+                    proc.send_signal(signal.SIGINT)
             ended = [proc for proc in running if proc.poll() is not None]
             if not ended:
                 time.sleep(0.2)  # a child's end is polled: no wait on one child may hold up the others

@@ -177,7 +177,7 @@ def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_p
     """--games-at-once 2: both catch games train side by side; SIGTERM stops both cleanly (exit 130,
     each named); the same command resumes both; the report says they shared the machine."""
     opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
-    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "2500", "--games-at-once", "2",
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "1500", "--games-at-once", "2",
            "--runs-dir", str(tmp_path), *opts]
     before = set(Path("/dev/shm").glob("dqnrl_*"))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for(mark), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
