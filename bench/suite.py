@@ -33,7 +33,7 @@ from pathlib import Path
 from config_optimized import ConfigError
 from pipeline.file_keys import current_keys
 
-from .time_to_score import PROJECT_DIR, training_config
+from .time_to_score import PROJECT_DIR, send_all, signals_passed_on, training_config
 
 SUITES = {"atari5": ("ALE/BattleZone-v5", "ALE/DoubleDunk-v5", "ALE/NameThisGame-v5", "ALE/Phoenix-v5",
                      "ALE/Qbert-v5", "ALE/Pong-v5"),
@@ -166,11 +166,11 @@ class GameRun:
 
 
 def train_games(runs: list[GameRun], steps: int, minutes: float | None, at_once: int = 1,
-                on_done: Callable[[GameRun, dict], None] | None = None) -> dict[str, dict]:
+                on_done: Callable[[GameRun, dict], None] | None = None) -> None:
     """Bring each run to ``steps`` agent steps (or ``minutes``), ``at_once`` of them at a time, each
     in its own child process (``mario_rl_optimized.py``, as a user runs it): start it, resume it,
     or, done already, only read it; the next starts as one ends. ``on_done(run, counters)`` is
-    called as each run is found done. Returns each finished run's counters by its ``what``.
+    called as each run is found done.
 
     Ctrl-C or SIGTERM reach every running game, which stops cleanly (checkpoint, replay, children
     joined), and then raise SuiteInterrupted. A run that fails or stops short stops the others the
@@ -178,72 +178,55 @@ def train_games(runs: list[GameRun], steps: int, minutes: float | None, at_once:
     never left running behind the suite."""
     from pipeline.records.files import LOG_NAME
 
-    queue, running, done = list(runs), {}, {}
-    got: list[str] = []      # the signal that stopped the suite
+    queue, running = list(runs), {}
     failed: list[str] = []   # why the first run that failed did
     cut: list[str] = []      # the runs a signal or another's failure stopped short
-
-    def stop_all(signum):
-        for proc in running:
-            try:
-                proc.send_signal(signum)  # a terminal's Ctrl-C reached the runs too: a second one is harmless
-            except ProcessLookupError:
-                pass
-
-    def on_signal(signum, _frame):
-        got.append(signal.Signals(signum).name)
-        stop_all(signum)
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while running or (queue and not (got or failed)):  # a signal or a failure starts no more runs
-            while queue and len(running) < at_once and not (got or failed):
-                run = queue.pop(0)
-                state, counters = game_state(run.run_dir, steps, minutes)
-                if state == "done":
-                    done[run.what] = counters
-                    if on_done:
-                        on_done(run, counters)
+    with signals_passed_on(running) as got:
+        try:
+            while running or (queue and not (got or failed)):  # a signal or a failure starts no more runs
+                while queue and len(running) < at_once and not (got or failed):
+                    run = queue.pop(0)
+                    state, counters = game_state(run.run_dir, steps, minutes)
+                    if state == "done":
+                        if on_done:
+                            on_done(run, counters)
+                        continue
+                    cmd = game_command(run.env, run.run_dir, state, run.train_args, steps, minutes)
+                    how = f"resumed at {counters.get('agent_steps', 0):,} agent steps" if state == "resume" else "started"
+                    print(f"{run.tag}: {how}: {' '.join(cmd[1:])}", flush=True)
+                    proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)
+                    running[proc] = run
+                    if got:  # the signal came while it started: it stops too
+                        proc.send_signal(signal.SIGINT)
+                ended = [proc for proc in running if proc.poll() is not None]
+                if not ended:
+                    time.sleep(0.2)  # a child's end is polled: no wait on one child may hold up the others
                     continue
-                cmd = game_command(run.env, run.run_dir, state, run.train_args, steps, minutes)
-                how = f"resumed at {counters.get('agent_steps', 0):,} agent steps" if state == "resume" else "started"
-                print(f"{run.tag}: {how}: {' '.join(cmd[1:])}", flush=True)
-                proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)
-                running[proc] = run
-                if got:  # the signal came while it started: it stops too
-                    proc.send_signal(signal.SIGINT)
-            ended = [proc for proc in running if proc.poll() is not None]
-            if not ended:
-                time.sleep(0.2)  # a child's end is polled: no wait on one child may hold up the others
-                continue
-            for proc in ended:
-                run = running.pop(proc)
-                state, counters = game_state(run.run_dir, steps, minutes)
-                if state == "done":
-                    done[run.what] = counters
-                    if on_done:
-                        on_done(run, counters)
-                elif got or failed:
-                    cut.append(run.what)
-                else:
-                    failed.append(f"{run.what} exited with code {proc.returncode}; its log is {run.run_dir / LOG_NAME}"
-                                  if proc.returncode != 0 else
-                                  f"{run.what} stopped at {counters.get('agent_steps', 0):,} agent steps, before "
-                                  f"{steps:,}; its log ({run.run_dir / LOG_NAME}) says why")
-                    stop_all(signal.SIGINT)
-    finally:
-        if running:  # an error of the suite's own: its children stop cleanly before it goes
-            stop_all(signal.SIGINT)
-            for proc in running:
-                proc.wait()
-        for s, h in old.items():
-            signal.signal(s, h)
+                for proc in ended:
+                    run = running.pop(proc)
+                    state, counters = game_state(run.run_dir, steps, minutes)
+                    if state == "done":
+                        if on_done:
+                            on_done(run, counters)
+                    elif got or failed:
+                        cut.append(run.what)
+                    else:
+                        failed.append(f"{run.what} exited with code {proc.returncode}; its log is "
+                                      f"{run.run_dir / LOG_NAME}" if proc.returncode != 0 else
+                                      f"{run.what} stopped at {counters.get('agent_steps', 0):,} agent steps, before "
+                                      f"{steps:,}; its log ({run.run_dir / LOG_NAME}) says why")
+                        send_all(running, signal.SIGINT)
+        finally:
+            if running:  # an error of the suite's own: its children stop cleanly before it goes
+                send_all(running, signal.SIGINT)
+                for proc in running:
+                    proc.wait()
     if got:
         raise SuiteInterrupted(f"{runs[0].tag.split()[0]} stopped by {got[0]} during {', '.join(cut) or 'set-up'} "
                                "(each run saved a checkpoint); run the same command again to continue where it stopped")
     if failed:
         also = f" ({', '.join(cut)} stopped with it, each with a checkpoint)" if cut else ""
         raise RuntimeError(f"{failed[0]}{also}. Run the same command again to continue where it stopped")
-    return done
 
 
 def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | None, runs_dir: str,

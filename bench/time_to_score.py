@@ -3,6 +3,7 @@ whole games reaches a target, for the real pipeline run as a user runs it and op
 baseline recipe; each game's default target and milestones, and the report's table and curves."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -43,28 +44,41 @@ REFERENCES = {
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def train_subprocess(cmd: list[str]) -> tuple[int, str | None]:
-    """Run one training run (a child process, in the project folder) to its end: (exit code,
-    the signal that stopped it, if one did).
+def send_all(procs, signum: int) -> None:
+    """``signum`` to every process in ``procs``; one that has ended already is passed over."""
+    for proc in procs:
+        try:
+            proc.send_signal(signum)  # a terminal's Ctrl-C reached the runs too: a second one is harmless
+        except ProcessLookupError:
+            pass
 
-    Ctrl-C and SIGTERM are passed on to the run, which stops cleanly (checkpoint, replay, children
-    joined), and then stop the benchmark; subprocess.call would instead SIGKILL the run on a
-    KeyboardInterrupt and lose its work since the last checkpoint."""
+
+@contextlib.contextmanager
+def signals_passed_on(procs):
+    """Ctrl-C and SIGTERM passed on to every process in ``procs`` (a live collection: one added
+    later gets them too) instead of stopping this one; yields the names of the signals that came.
+    Each run then stops cleanly (checkpoint, replay, children joined), where a KeyboardInterrupt
+    would leave it to be SIGKILLed and lose its work since the last checkpoint."""
     got: list[str] = []
-    proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)
 
     def on_signal(signum, _frame):
         got.append(signal.Signals(signum).name)
-        try:
-            proc.send_signal(signum)  # a terminal's Ctrl-C reached the run too: a second one is harmless
-        except ProcessLookupError:
-            pass
+        send_all(procs, signum)
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        code = proc.wait()
+        yield got
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def train_subprocess(cmd: list[str]) -> tuple[int, str | None]:
+    """Run one training run (a child process, in the project folder) to its end: (exit code,
+    the signal that stopped it, if one did). Ctrl-C and SIGTERM are passed on to the run, which
+    stops cleanly, and then stop the benchmark."""
+    proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)
+    with signals_passed_on([proc]) as got:
+        code = proc.wait()
     return code, (got[0] if got else None)
 
 
