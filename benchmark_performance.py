@@ -128,7 +128,8 @@ def main(argv=None) -> int:
                        help="with --suite (and --halving): train N games side by side, each in its own process "
                             "(default 1). On a 2-core AMD EPYC Zen 5 two at once played 1.48x the agent steps/s of "
                             "one; each game's minutes are then its share of the machine, its windows (per agent "
-                            "step) the same")
+                            "step) the same. Without --learner-threads, each game's learner gets 1/N of the threads "
+                            "it would have alone (at least 1)")
     args, train_args = ap.parse_known_args(argv)
     if args.games_at_once < 1 or (args.games_at_once > 1 and not args.suite):
         ap.error(f"--games-at-once {args.games_at_once}: must be 1 or more, and goes with --suite")

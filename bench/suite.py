@@ -127,15 +127,35 @@ def game_state(run_dir: Path, steps: int, minutes: float | None) -> tuple[str, d
 
 
 def game_command(env: str, run_dir: Path, state: str, train_args: list[str], steps: int,
-                 minutes: float | None) -> list[str]:
+                 minutes: float | None, threads: list[str] = ()) -> list[str]:
+    """The training command that brings a game to its length: a new run with its options, or a
+    resume (its options are in its run record); ``threads`` (learner_threads_beside) on either."""
     limit = ["--time-limit", f"{minutes:g}"] if minutes else []
     if state == "resume":
-        return [sys.executable, "mario_rl_optimized.py", "--resume", str(run_dir), "--total-steps", str(steps), *limit]
+        return [sys.executable, "mario_rl_optimized.py", "--resume", str(run_dir), "--total-steps", str(steps), *limit,
+                *threads]
     from pipeline.records.run_folder import has_run
 
     fresh = ["--overwrite"] if has_run(run_dir) else []  # files of a start killed before its first checkpoint
     return [sys.executable, "mario_rl_optimized.py", "--env", env, *train_args, "--total-steps", str(steps),
-            *limit, "--run-dir", str(run_dir), *fresh]
+            *limit, "--run-dir", str(run_dir), *fresh, *threads]
+
+
+def learner_threads_beside(env: str, train_args: list[str], at_once: int) -> list[str]:
+    """``--learner-threads`` for a game that trains beside ``at_once - 1`` others and whose options
+    set none: its share (at least 1) of the threads its learner would have alone. A learner's
+    OpenMP team stalls at every parallel step while another process holds one of its cores: two
+    2-thread learners on 2 cores each ran 8-9x slower, where 1-thread learners side by side lose
+    little (pipeline/settings/hardware.py, shared_cores_warning)."""
+    if at_once <= 1 or any(a.split("=")[0] == "--learner-threads" for a in train_args):
+        return []
+    from pipeline.settings.cli import parse_args
+    from pipeline.settings.hardware import learner_threads
+    from pipeline.settings.layers import resolve_config
+
+    res = resolve_config(parse_args(["--env", env, *train_args]))
+    alone = learner_threads(res.cfg.learner.learner_threads, res.cfg.collectors.num_collectors, res.hw)
+    return ["--learner-threads", str(max(1, alone // at_once))]
 
 
 def claim_suite_dir(suite_dir: Path, options: dict) -> None:
@@ -191,7 +211,8 @@ def train_games(runs: list[GameRun], steps: int, minutes: float | None, at_once:
                         if on_done:
                             on_done(run, counters)
                         continue
-                    cmd = game_command(run.env, run.run_dir, state, run.train_args, steps, minutes)
+                    cmd = game_command(run.env, run.run_dir, state, run.train_args, steps, minutes,
+                                       learner_threads_beside(run.env, run.train_args, at_once))
                     how = f"resumed at {counters.get('agent_steps', 0):,} agent steps" if state == "resume" else "started"
                     print(f"{run.tag}: {how}: {' '.join(cmd[1:])}", flush=True)
                     proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)

@@ -134,13 +134,13 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     run cleanly and the suite after it (exit 130, the report still written); the same command
     resumes that game from its checkpoint and plays the second; a third time trains nothing."""
     opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
-    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "2500",
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "1500",
            "--runs-dir", str(tmp_path), *opts]
     before = set(Path("/dev/shm").glob("dqnrl_*"))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for(mark), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     lines: list[str] = []
-    # SIGTERM as the first game starts learning (~500 of its 2,500 agent steps)
+    # SIGTERM as the first game starts learning (~500 of its 1,500 agent steps)
     assert read_until(proc, "[MAIN] Learning starts", lines), "".join(lines)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
@@ -151,15 +151,15 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     first = suite_dir / "Catch"
     assert not (suite_dir / "CountingCatch").exists()
     assert (suite_dir / "suite_report.md").exists()
-    state, counters = S.game_state(first, 2500, None)
-    assert state == "resume" and 0 < counters["agent_steps"] < 2500
+    state, counters = S.game_state(first, 1500, None)
+    assert state == "resume" and 0 < counters["agent_steps"] < 1500
 
     out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
     assert f"resumed at {counters['agent_steps']:,} agent steps" in out
     assert "tests.catch_env:CountingCatch-v0: started" in out
     for name in ("Catch", "CountingCatch"):
-        assert S.game_state(suite_dir / name, 2500, None)[0] == "done"
-        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["counters"]["agent_steps"] >= 2500
+        assert S.game_state(suite_dir / name, 1500, None)[0] == "done"
+        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["counters"]["agent_steps"] >= 1500
     rep = json.loads((suite_dir / "suite_report.json").read_text())
     assert all(g["windows"][0]["games"] > 0 for g in rep["games"].values())
 
@@ -191,6 +191,13 @@ def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_p
     assert proc.returncode == 130, out
     assert "2 games at once" in out and "tests.catch_env:Catch-v0: started" in out
     assert "tests.catch_env:CountingCatch-v0: started" in out
+    # each learner gets its share of the threads one game alone would have (2-thread learners side
+    # by side on 2 cores stall each other at every parallel step)
+    share = S.learner_threads_beside("tests.catch_env:Catch-v0", opts, 2)
+    alone = S.learner_threads_beside("tests.catch_env:Catch-v0", opts, 1)
+    assert alone == [] and share[0] == "--learner-threads" and 1 <= int(share[1]) <= max(1, os.cpu_count() // 2)
+    started = re.findall(r"\[SUITE\] \S+: started: .*", out)
+    assert len(started) == 2 and all(line.endswith(" ".join(share)) for line in started), out
     (suite_dir,) = tmp_path.glob("suite-quick_*")
     stopped = re.search(r"stopped by SIGTERM during (.*) \(each run", out)
     assert stopped, out
@@ -198,6 +205,8 @@ def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_p
 
     out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
     assert out.count(": done (") == 2, out
+    resumed = re.findall(r"\[SUITE\] \S+: resumed at .*", out)
+    assert len(resumed) == 2 and all(line.endswith(" ".join(share)) for line in resumed), out
     for name in ("Catch", "CountingCatch"):
         assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["games_at_once"] == 2
     md = (suite_dir / "suite_report.md").read_text()
@@ -293,19 +302,19 @@ def test_suite_halving_screens_recipes_and_continues_the_winner(tmp_path, mark):
     recipes.write_text('[defaults]\nargs = []\n\n[no_learning]\nargs = ["--lr", "1e-9"]\n')
     opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
     cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--halving", str(recipes), "--steps",
-           "3000", "--rungs", "2", "--games", "Catch", "--runs-dir", str(tmp_path), *opts]
+           "2000", "--rungs", "2", "--games", "Catch", "--runs-dir", str(tmp_path), *opts]
     proc = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (root,) = tmp_path.glob("suite-halving-quick_*")
     res = json.loads((root / "halving.json").read_text())
     first, second = res["rungs_run"]
-    assert first["agent_steps"] == 1500 and second["agent_steps"] == 3000
+    assert first["agent_steps"] == 1000 and second["agent_steps"] == 2000
     assert {s["recipe"] for s in first["standings"]} == {"defaults", "no_learning"}
     (kept,) = first["kept"]
     assert [s["recipe"] for s in second["standings"]] == [kept] and res["winner"] == kept
     dropped = ({"defaults", "no_learning"} - {kept}).pop()
-    assert S.game_state(root / kept / "Catch", 3000, None)[0] == "done"
-    assert S.game_state(root / dropped / "Catch", 3000, None)[0] == "resume"  # stopped at the first rung
+    assert S.game_state(root / kept / "Catch", 2000, None)[0] == "done"
+    assert S.game_state(root / dropped / "Catch", 2000, None)[0] == "resume"  # stopped at the first rung
     assert not (root / kept / "CountingCatch").exists()  # not in --games
     assert proc.stdout.count("--resume") == 1  # the winner's game, continued from its checkpoint
     assert "samples per agent step" in proc.stdout
