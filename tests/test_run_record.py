@@ -2,6 +2,7 @@
 --resume or --overwrite, config.json recording what ran, best.pt kept, ETA on the log line."""
 import json
 import os
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -57,37 +58,54 @@ def test_resume_takes_a_folder_or_latest(tmp_path):
         resolve_run_dir(Config.of(resume="latest"), root=tmp_path / "none")
 
 
-@pytest.mark.slow
-def test_run_record_best_model_and_no_silent_overwrite(tmp_path):
-    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "5"]
+@pytest.fixture(scope="module")
+def evaluated_run(tmp_path_factory):
+    """One catch run of 3,000 agent steps with periodic evaluations, as a user starts it; its
+    record (test_run_record_best_model_and_no_silent_overwrite) and its evaluations
+    (test_eval_interval_keeps_the_best_evaluated_weights) are read from it: training catch once
+    for both saves CI half a minute."""
+    run_dir, mark = tmp_path_factory.mktemp("evaluated") / "run", uuid.uuid4().hex
+    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "5", "--eval-interval", "1000",
+            "--eval-episodes", "3", "--eval-epsilon", "0.05"]
     proc, out = run(args, mark, timeout=300)
     assert proc.returncode == 0, out[-3000:]
-    record = json.loads((run_dir / "config.json").read_text())
+    check_clean(proc, mark)
+    return run_dir, args, out
+
+
+@pytest.mark.slow
+def test_run_record_best_model_and_no_silent_overwrite(evaluated_run, tmp_path):
+    trained, args, out = evaluated_run
+    record = json.loads((trained / "config.json").read_text())
     assert record["config"]["seed"] == 5 and record["config"]["env"] == "tests.catch_env:Catch-v0"
     assert record["profile"] == "cpu-small" and "cores" in record["profile_reason"]
     assert record["versions"]["torch"] == torch.__version__.split("+")[0]
     assert record["git_commit"] and "--seed" in record["command"]
     assert record["hardware"]["cores"] >= 1
     # best.pt: the weights at the best epoch-end mean of the last 20 games, loadable by --eval
-    best = torch.load(run_dir / "best.pt", weights_only=True)
+    best = torch.load(trained / "best.pt", weights_only=True)
     assert best["best"]["metric"] == "return" and best["best"]["score"] > -1.0
-    assert f"weights in {run_dir / 'best.pt'}" in out
-    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    assert f"weights in {trained / 'best.pt'}" in out
+    state = torch.load(trained / "checkpoint.pt", weights_only=True)
     assert state["counters"]["best_score"] == best["best"]["score"]
     assert "ETA " in out and "elapsed 0:0" in out
-    # the same folder again, without --resume: refused before anything starts
+    # the same folder again, without --resume: refused before anything starts (on a copy: the
+    # evaluations test reads the run as it was trained)
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    shutil.copytree(trained, run_dir)
+    args = [a if a != str(trained) else str(run_dir) for a in args]
     before = (run_dir / "metrics.jsonl").read_text()
     proc, out = run(args, mark)
     assert proc.returncode == 2 and "already holds a run" in out and "--overwrite" in out
     assert (run_dir / "metrics.jsonl").read_text() == before
     # --overwrite: a new run in that folder, the old run's files gone first
-    proc, out = run([*args[:-4], "--total-steps", "1200", "--overwrite"], mark)
+    proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "1200", "--overwrite"], mark)
     assert proc.returncode == 0, out[-3000:]
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert rows[0]["epoch"] == 1 and rows[-1]["agent_steps"] < 3000
     assert json.loads((run_dir / "config.json").read_text()).get("previous") is None
     assert (run_dir / "train.log").read_text().count("[MAIN] Stopped (") == 1  # the old run's log emptied too
+    assert not (run_dir / "evals.jsonl").exists()  # the old run's evaluations too
     check_clean(proc, mark)
 
 
@@ -126,15 +144,11 @@ def test_config_default_run_dir_is_unset():
 
 
 @pytest.mark.slow
-def test_eval_interval_keeps_the_best_evaluated_weights(tmp_path):
+def test_eval_interval_keeps_the_best_evaluated_weights(evaluated_run):
     from pipeline.records.checkpoint import load
     from pipeline.records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
 
-    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "3000", "--eval-interval", "1000",
-            "--eval-episodes", "3", "--eval-epsilon", "0.05"]
-    proc, out = run(args, mark, timeout=300)
-    assert proc.returncode == 0, out[-3000:]
+    run_dir, _, out = evaluated_run
     evals = [json.loads(x) for x in (run_dir / EVALS_NAME).read_text().splitlines()]
     assert len(evals) >= 2 and all(len(e["returns"]) == 3 and e["epsilon"] == 0.05 for e in evals)
     assert [e["agent_steps"] for e in evals] == sorted(e["agent_steps"] for e in evals)
@@ -158,7 +172,6 @@ def test_eval_interval_keeps_the_best_evaluated_weights(tmp_path):
     assert state["best"] == {"metric": "return", "score": best, "agent_steps": chosen["agent_steps"], "games": 3,
                              "epsilon": 0.05, "seed": chosen["seed"], "screen_score": screened["score"],
                              "screen_seed": screened["seed"]}
-    check_clean(proc, mark)
 
 
 def test_a_finished_agent_stops_the_run_with_a_flag_video(tmp_path):
