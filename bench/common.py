@@ -17,6 +17,14 @@ import torch
 FRAME = 84 * 84
 
 
+def per_agent_step(moved: list[tuple[int, int]]) -> float | None:
+    """Samples trained per agent step over a row's measuring windows, each (agent steps, samples
+    trained) in it: the replay ratio the row held. From the totals, not a ratio of medians: at a
+    few agent steps per window (a loaded machine) the medians of two series need not pair up."""
+    steps = sum(m[0] for m in moved)
+    return sum(m[1] for m in moved) / steps if steps else None
+
+
 def rate(step, seconds: float) -> float:
     """Units per second of ``step()`` (which returns how many units it did) called for ``seconds``."""
     t0, n = time.perf_counter(), 0

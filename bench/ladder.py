@@ -7,7 +7,7 @@ import os
 import statistics
 import time
 
-from .common import RssPeak, measured_run, run_in_child
+from .common import RssPeak, measured_run, per_agent_step, run_in_child
 from .sync_row import sync_row
 
 LADDER = [
@@ -102,6 +102,8 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             "collector_throttled": med(lambda w: w["collector_share"]["throttle"]),
             "drops": samples[-1][5] - samples[0][5], "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
             "windows": len(win), "compiled": trainer.learner.compiled,
+            "samples_per_agent_step": per_agent_step([(b[1] - a[1], (b[2] - a[2]) * cfg.learner.effective_batch)
+                                                      for a, b in zip(samples, samples[1:])]),
             "profile": name, "settings": {k: cfg.get(k) for k in (
                 "model_arch", "amp", "compile", "batch_size", "grad_accum_steps", "num_collectors",
                 "envs_per_collector", "replay_ratio", "learner_threads", "channels_last")}}

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import torch
 
-from .common import RssPeak
+from .common import RssPeak, per_agent_step
 
 
 def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict:
@@ -79,7 +79,7 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
 
         def sample():
             return replay.sample(bs, learner.host_channels_last)
-    rates, ups, busy = [], [], []
+    rates, ups, busy, moved = [], [], [], []  # moved: (agent steps, samples trained) per window
     t_learn = None
     while True:
         steps += play(epsilon_schedule(cfg.collectors, steps))
@@ -96,6 +96,7 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
             rates.append((steps - w_steps) / dt)
             ups.append((trained - w_trained) / bs / dt)
             busy.append((update_s - w_update) / dt)
+            moved.append((steps - w_steps, trained - w_trained))
             w_t, w_steps, w_trained, w_update = now, steps, trained, update_s
             if now - t_learn >= seconds:
                 break
@@ -106,7 +107,8 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
         bpt = replay.storage.bytes_per_transition()
     env.close()
     rates, ups, busy = rates[1:] or rates, ups[1:] or ups, busy[1:] or busy  # first window is warm-up
+    moved = moved[1:] or moved
     return {"agent_steps_per_s": statistics.median(rates), "updates_per_s": statistics.median(ups),
             "samples_per_s": statistics.median(ups) * bs, "learner_busy": statistics.median(busy),
             "collector_wait": None, "drops": 0, "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
-            "windows": len(rates)}
+            "windows": len(rates), "samples_per_agent_step": per_agent_step(moved)}
