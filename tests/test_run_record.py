@@ -70,12 +70,12 @@ def evaluated_run(tmp_path_factory):
     proc, out = run(args, mark, timeout=300)
     assert proc.returncode == 0, out[-3000:]
     check_clean(proc, mark)
-    return run_dir, args, out
+    return run_dir, out
 
 
 @pytest.mark.slow
 def test_run_record_best_model_and_no_silent_overwrite(evaluated_run, tmp_path):
-    trained, args, out = evaluated_run
+    trained, out = evaluated_run
     record = json.loads((trained / "config.json").read_text())
     assert record["config"]["seed"] == 5 and record["config"]["env"] == "tests.catch_env:Catch-v0"
     assert record["profile"] == "cpu-small" and "cores" in record["profile_reason"]
@@ -93,9 +93,8 @@ def test_run_record_best_model_and_no_silent_overwrite(evaluated_run, tmp_path):
     # evaluations test reads the run as it was trained)
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
     shutil.copytree(trained, run_dir)
-    args = [a if a != str(trained) else str(run_dir) for a in args]
     before = (run_dir / "metrics.jsonl").read_text()
-    proc, out = run(args, mark)
+    proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "5"], mark)
     assert proc.returncode == 2 and "already holds a run" in out and "--overwrite" in out
     assert (run_dir / "metrics.jsonl").read_text() == before
     # --overwrite: a new run in that folder, the old run's files gone first
@@ -148,7 +147,7 @@ def test_eval_interval_keeps_the_best_evaluated_weights(evaluated_run):
     from pipeline.records.checkpoint import load
     from pipeline.records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
 
-    run_dir, _, out = evaluated_run
+    run_dir, out = evaluated_run
     evals = [json.loads(x) for x in (run_dir / EVALS_NAME).read_text().splitlines()]
     assert len(evals) >= 2 and all(len(e["returns"]) == 3 and e["epsilon"] == 0.05 for e in evals)
     assert [e["agent_steps"] for e in evals] == sorted(e["agent_steps"] for e in evals)
