@@ -331,7 +331,8 @@ def iqm(values: list[float]) -> float:
 def suite_report(suite_dir: str | Path) -> dict:
     """Read every game's run in the suite's folder: windows, minutes, and the IQM beside the anchors."""
     from pipeline.records.episodes import read_episodes
-    from pipeline.records.files import EPISODES_NAME, RECORD_NAME
+    from pipeline.records.files import EPISODES_NAME, METRICS_NAME, RECORD_NAME
+    from pipeline.records.metrics import read_jsonl
 
     from .common import machine
 
@@ -359,10 +360,12 @@ def suite_report(suite_dir: str | Path) -> dict:
             with open(run_dir / RECORD_NAME) as f:
                 record = json.load(f)
         kept = json.loads((run_dir / GAME_FILE).read_text()) if (run_dir / GAME_FILE).is_file() else {}
+        epochs = read_jsonl(run_dir / METRICS_NAME) if (run_dir / METRICS_NAME).is_file() else []
         games[name] = {"env": env, "random": a["random"], "human": a["human"], "windows": wins,
                        "agent_steps": done, "minutes": counters.get("wall_s", 0) / 60 if counters else None,
                        "anchors": a["dopamine"], "trained_on": trained_on(record),
-                       "games_at_once": kept.get("games_at_once", 1)}
+                       "games_at_once": kept.get("games_at_once", 1),
+                       "other_runs": max((r.get("other_runs", 0) for r in epochs), default=0)}
     n_windows = max((len(g["windows"]) for g in games.values()), default=0)
     agents = list(anchors["games"][IQM_GAMES[0]]["dopamine"])
     iqms = []
@@ -442,12 +445,22 @@ def report_markdown(rep: dict) -> str:
             machines.setdefault(g["trained_on"], []).append(name)
     for where, names in machines.items():
         lines.append(f"Trained on: {where} ({', '.join(names)}).")
-    shared = [f"{name} ({g['games_at_once']} at once)" for name, g in rep["games"].items() if g.get("games_at_once", 1) > 1]
+    shared = [f"{name} ({shared_with(g)})" for name, g in rep["games"].items() if shared_with(g)]
     if shared:
         lines.append(f"Trained side by side: {', '.join(shared)}; their minutes are each a share of the machine, "
                      "their windows (per agent step) as alone.")
     lines.append(f"Anchors: {rep['anchor_source']} (5 seeds, sticky actions 0.25, full action set).")
     return "\n".join(lines)
+
+
+def shared_with(game: dict) -> str | None:
+    """How a game's run shared the machine, from what it recorded: the suite's --games-at-once, and
+    the most other training runs any of its epochs ended beside (a second suite process, a run
+    started by hand); None when it trained alone."""
+    at_once, others = game.get("games_at_once", 1), game.get("other_runs", 0)
+    if others > at_once - 1:
+        return f"up to {others} other training run{'s' if others > 1 else ''} beside it"
+    return f"{at_once} at once" if at_once > 1 else None
 
 
 def plot_suite(rep: dict, path: str | Path) -> None:

@@ -93,7 +93,10 @@ class Pipeline:
 
     def end_epoch(self, window: EpochWindow, t: float) -> None:
         self.take_games()
-        self.books.end_epoch(window, self.mark(t), self.collectors.launches, self.evals.best, self.evals.last_flags)
+        # other runs on the machine now (a glob of /dev/shm, once an epoch): the metrics say which
+        # epochs' speed figures were a share of the machine, so reports need not trust a note
+        self.books.end_epoch(window, self.mark(t), self.collectors.launches, self.evals.best, self.evals.last_flags,
+                             len(shm.live_runs()))
 
     def save_checkpoint(self, name: str = CHECKPOINT_NAME, best: dict | None = None) -> Path:
         return self.books.save_checkpoint(self.agent_steps(), self.collectors.launches, self.evals.best, name, best)

@@ -208,3 +208,19 @@ def test_a_compile_row_times_a_compiled_learner_past_its_compile(monkeypatch):
     assert not row.compile_due() and row.compile_after == COMPILE_AFTER_UPDATES
     compile_at_once(row)
     assert row.compile_due() and not row.compile_done
+
+
+def test_the_time_to_score_table_marks_a_run_that_shared_the_machine(capsys):
+    from bench.time_to_score import print_time_to_score
+
+    def run(name, others):
+        return {"name": name, "score": {"milestones": [{"minutes": 2.0, "agent_steps": 9_000}], "best_mean": 0.9},
+                "totals_at_last_game": {"agent_steps": 9_500, "updates": 2_000, "samples_trained": 64_000},
+                "other_runs": others}
+    res = {"env": "tests.catch_env:Catch-v0", "metric": "return", "window": 20, "target": 0.8, "minutes_limit": 4,
+           "baseline_minutes_limit": None, "milestones": [0.8], "runs": [run("pipeline", 1), run("baseline", 0)]}
+    print_time_to_score(res)
+    out = capsys.readouterr().out
+    assert "| pipeline | 2.0 min / 9,000 | 0.90 | 9,500 | 2,000 | 64,000 |" in out
+    assert "Shared the machine: pipeline ended epochs beside up to 1 other training run(s)" in out
+    assert "Shared the machine: baseline" not in out

@@ -47,3 +47,16 @@ def test_a_mario_epoch_line_shows_the_last_evaluations_flags():
     assert lines[0].endswith("Buffer: 1,000, Eval flags: 7/10")
     lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a", None))
     assert lines[0].endswith("Buffer: 1,000")  # no evaluation yet: the line as it always was
+
+
+def test_an_epoch_beside_other_runs_says_so_in_its_speed_line_and_row():
+    """The training runs beside this one at the epoch's end: none leaves the line as it was."""
+    start = {"env": 0, "act": 0, "ring_wait": 0, "throttle": 0}
+    w = EpochWindow(PathMark(t=0.0, agent_steps=0, updates=0, collector_ns=start, consolidation_s=0.0))
+    at = PathMark(t=10.0, agent_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0)
+    means = ScoreTracker(metric="return").window_means()
+    alone = EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, False, 10.0, "n/a")
+    lines, row = epoch_report(w, alone)
+    assert lines[1].endswith("ETA n/a") and row["other_runs"] == 0
+    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, False, 10.0, "n/a", other_runs=2))
+    assert lines[1].endswith("ETA n/a | shared: 2 other training run(s) on this machine") and row["other_runs"] == 2

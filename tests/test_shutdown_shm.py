@@ -4,8 +4,10 @@ segments whose creator is provably gone, whatever their pids say. A container's 
 our IPC namespace has a pid we cannot see (or one equal to ours).
 
 Every test works under a prefix of its own, so no sweep here can touch a real run's segments."""
+import json
 import multiprocessing as mp
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -114,6 +116,37 @@ def test_live_runs_are_the_other_runs_holding_their_segments(prefix):
         other.join()
         shm.close_segment(ours, unlink=True)
     assert shm.live_runs() == []  # its segment stays until a sweep, but nothing holds it now
+
+
+def test_a_run_beside_another_says_so_at_its_start_and_in_every_epoch(tmp_path):
+    """Another training run's segment, held by a live process: a catch run started beside it warns
+    where their threads cannot all have cores, and each epoch's speed line and metrics row count it
+    (reports mark that run's minutes as a share of the machine); the other run's segment is kept."""
+    from tests.proc_utils import CATCH, run
+
+    names, done = ctx.Queue(), ctx.Event()
+    other = ctx.Process(target=_create_and_live, args=(names, done))
+    other.start()
+    try:
+        held = shm.SHM_DIR / names.get(timeout=30)
+        others = len(shm.live_runs())  # the helper's, and any real run training on this machine now
+        run_dir = tmp_path / "run"
+        proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "1000", "--epoch-steps", "400"],
+                        uuid.uuid4().hex)
+        assert proc.returncode == 0, out[-3000:]
+        assert held.exists(), "the start-up sweep removed a live run's segment"
+    finally:
+        done.set()
+        other.join()
+        for path in shm.SHM_DIR.glob(f"{shm.PREFIX}{other.pid}-*"):
+            path.unlink()
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) >= 2 and all(r["other_runs"] == others for r in rows), (others, rows)
+    speed = [line for line in out.splitlines() if line.startswith("[MAIN] Speed - ")]
+    assert speed and all(line.endswith(f"| shared: {others} other training run(s) on this machine") for line in speed)
+    threads = int(re.search(r"learner threads (\d+)", out).group(1))
+    crowded = (threads + 1) * (1 + others) > len(os.sched_getaffinity(0)) and threads > 1
+    assert (f"[MAIN] Warning: {others} other training run(s)" in out) == crowded, out[:2000]
 
 
 def test_a_crowded_machine_is_named_with_the_fix():

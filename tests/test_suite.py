@@ -102,6 +102,13 @@ def _write_games(d: Path, name: str, scores_per_window: list[float], games_per_w
     (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def test_shared_with_names_how_a_game_shared_the_machine():
+    assert S.shared_with({"games_at_once": 1, "other_runs": 0}) is None
+    assert S.shared_with({"games_at_once": 2, "other_runs": 1}) == "2 at once"  # the other is its partner
+    assert S.shared_with({"games_at_once": 2, "other_runs": 2}) == "up to 2 other training runs beside it"
+    assert S.shared_with({}) is None  # a report of a folder from before either was recorded
+
+
 def test_report_scores_windows_and_the_iqm_beside_the_anchors(tmp_path):
     a = S.load_anchors()["games"]
     S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
@@ -121,6 +128,12 @@ def test_report_scores_windows_and_the_iqm_beside_the_anchors(tmp_path):
     # at random play only DoubleDunk is above CNN QR-DQN, whose 250k-500k mean (-20.4) is below random
     assert "Window 250k-500k: ours above CNN QR-DQN on 1 of 5 finished Atari-5 games (DoubleDunk)" in md
     assert (tmp_path / "suite_report.png").stat().st_size > 10_000
+    assert "Trained side by side" not in md  # no game recorded another run beside it
+    # a game whose epochs ended beside another run (a second suite process): its minutes are a share
+    (tmp_path / "Phoenix" / "metrics.jsonl").write_text("".join(
+        json.dumps({"agent_steps": s, "other_runs": n}) + "\n" for s, n in ((250_000, 0), (500_000, 1))))
+    md = S.report_markdown(S.suite_report(tmp_path))
+    assert "Trained side by side: Phoenix (up to 1 other training run beside it);" in md
     # a game not yet played leaves the IQM open rather than averaging four games
     for f in (tmp_path / "Qbert").iterdir():
         f.unlink()

@@ -79,9 +79,9 @@ class RunBooks:
 
     # ------------------------------------------------------------------ epochs
     def end_epoch(self, window: EpochWindow, at: PathMark, launches: int, best_eval: float,
-                  eval_flags: tuple[int, int] | None = None) -> None:
+                  eval_flags: tuple[int, int] | None = None, other_runs: int = 0) -> None:
         """An epoch's two log lines and metrics row (``eval_flags``: the flags of the last
-        evaluation, Mario's); best.pt when the last-20 mean beats every earlier epoch's (free: it
+        evaluation, Mario's; ``other_runs``: training runs beside this one now); best.pt when the last-20 mean beats every earlier epoch's (free: it
         uses the games training played anyway)."""
         cfg = self.cfg
         self.epoch += 1
@@ -90,7 +90,7 @@ class RunBooks:
         end = EpochEnd(at, self.epoch, self.score.window_means(), self.episodes, self.epsilon(at.agent_steps),
                        len(self.replay), self.samples_trained, cfg.learner.effective_batch, is_mario(cfg.env), wall_s,
                        eta(cfg.total_steps, at.agent_steps, sps, cfg.run.time_limit, wall_s), eval_flags,
-                       lr_schedule(cfg.learner, at.agent_steps) if cfg.learner.lr_decay_steps else None)
+                       lr_schedule(cfg.learner, at.agent_steps) if cfg.learner.lr_decay_steps else None, other_runs)
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)

@@ -60,6 +60,7 @@ class EpochEnd:
     eta: str
     eval_flags: tuple[int, int] | None = None  # (flags, games) of the last --eval-interval evaluation (Mario)
     lr: float | None = None       # the learning rate now; None: the run has no schedule (--lr-decay-steps 0)
+    other_runs: int = 0           # other training runs on this machine at the epoch's end: their speed figures share it
 
 
 def _mean(values):
@@ -103,7 +104,8 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (b.consolidation_s - a.consolidation_s) / dt:.0f}% | "
         f"collectors: env {100 * share['env']:.0f}%, act {100 * share['act']:.0f}%, "
         f"ring-wait {100 * share['ring_wait']:.0f}%, throttled {100 * share['throttle']:.0f}% | "
-        f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}",
+        f"{time.strftime('%H:%M:%S')}, elapsed {hms(e.wall_s)}, ETA {e.eta}"
+        + (f" | shared: {e.other_runs} other training run(s) on this machine" if e.other_runs else ""),
     ]
     row = {"epoch": e.epoch, "agent_steps": b.agent_steps, "updates": b.updates, "wall_s": round(e.wall_s, 3),
            "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "sample_age": sample_age,
@@ -111,7 +113,8 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": b.drops,
            "agent_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,
-           "collector_ring_wait": share["ring_wait"], "collector_throttled": share["throttle"]}
+           "collector_ring_wait": share["ring_wait"], "collector_throttled": share["throttle"],
+           "other_runs": e.other_runs}
     if e.mario:
         row["distance_mean"] = dist
         row["flag_rate"] = e.games["flag"]
