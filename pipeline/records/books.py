@@ -81,8 +81,8 @@ class RunBooks:
     def end_epoch(self, window: EpochWindow, at: PathMark, launches: int, best_eval: float,
                   eval_flags: tuple[int, int] | None = None, other_runs: int = 0) -> None:
         """An epoch's two log lines and metrics row (``eval_flags``: the flags of the last
-        evaluation, Mario's; ``other_runs``: training runs beside this one now); best.pt when the last-20 mean beats every earlier epoch's (free: it
-        uses the games training played anyway)."""
+        evaluation, Mario's; ``other_runs``: training runs beside this one now); best.pt when the
+        last-20 mean beats every earlier epoch's (free: it uses the games training played anyway)."""
         cfg = self.cfg
         self.epoch += 1
         sps = (at.agent_steps - window.start.agent_steps) / max(at.t - window.start.t, 1e-9)
