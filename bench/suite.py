@@ -331,8 +331,8 @@ def iqm(values: list[float]) -> float:
 def suite_report(suite_dir: str | Path) -> dict:
     """Read every game's run in the suite's folder: windows, minutes, and the IQM beside the anchors."""
     from pipeline.records.episodes import read_episodes
-    from pipeline.records.files import EPISODES_NAME, METRICS_NAME, RECORD_NAME
-    from pipeline.records.metrics import read_jsonl
+    from pipeline.records.files import EPISODES_NAME, RECORD_NAME
+    from pipeline.records.metrics import most_other_runs
 
     from .common import machine
 
@@ -360,12 +360,11 @@ def suite_report(suite_dir: str | Path) -> dict:
             with open(run_dir / RECORD_NAME) as f:
                 record = json.load(f)
         kept = json.loads((run_dir / GAME_FILE).read_text()) if (run_dir / GAME_FILE).is_file() else {}
-        epochs = read_jsonl(run_dir / METRICS_NAME) if (run_dir / METRICS_NAME).is_file() else []
         games[name] = {"env": env, "random": a["random"], "human": a["human"], "windows": wins,
                        "agent_steps": done, "minutes": counters.get("wall_s", 0) / 60 if counters else None,
                        "anchors": a["dopamine"], "trained_on": trained_on(record),
                        "games_at_once": kept.get("games_at_once", 1),
-                       "other_runs": max((r.get("other_runs", 0) for r in epochs), default=0)}
+                       "other_runs": most_other_runs(run_dir)}
     n_windows = max((len(g["windows"]) for g in games.values()), default=0)
     agents = list(anchors["games"][IQM_GAMES[0]]["dopamine"])
     iqms = []

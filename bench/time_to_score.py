@@ -122,8 +122,8 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
     Each run is scored from its episodes.jsonl."""
     from config_optimized import ConfigError
     from pipeline.records.episodes import read_episodes, score_run
-    from pipeline.records.files import LOG_NAME, METRICS_NAME
-    from pipeline.records.metrics import read_jsonl
+    from pipeline.records.files import LOG_NAME
+    from pipeline.records.metrics import most_other_runs
 
     runs_dir = os.path.abspath(runs_dir)  # the training run starts in the project folder
     args, cfg, profile = training_config(train_args)
@@ -164,9 +164,7 @@ def time_to_score(train_args: list[str], target: float, minutes: float, mileston
         run["reached"] = run["score"]["milestones"][marks.index(target)].get("minutes") is not None
         run["minutes_to_target"] = run["score"]["milestones"][marks.index(target)].get("minutes")
         run["totals_at_last_game"] = {k: last.get(k) for k in ("wall_s", "agent_steps", "updates", "samples_trained")}
-        metrics = os.path.join(run["run_dir"], METRICS_NAME)
-        epochs = read_jsonl(metrics) if os.path.isfile(metrics) else []
-        run["other_runs"] = max((r.get("other_runs", 0) for r in epochs), default=0)  # at its epochs' ends
+        run["other_runs"] = most_other_runs(run["run_dir"])
     return {"env": cfg.env, "target": target, "minutes_limit": minutes,
             "baseline_minutes_limit": baseline_minutes, "metric": cfg.run.score_metric,
             "window": runs[0]["score"]["window"], "milestones": marks, "runs": runs, "machine": machine()}

@@ -58,6 +58,16 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     return read_jsonl(Path(run_dir) / METRICS_NAME)
 
 
+def most_other_runs(run_dir: str | Path) -> int:
+    """The most other training runs any of the run's epochs ended beside: its minutes were a share
+    of the machine if above 0 (0 too for a run that ended no epoch, or from before they were counted)."""
+    try:
+        rows = read_metrics(run_dir)
+    except FileNotFoundError:
+        return 0
+    return max((r.get("other_runs", 0) for r in rows), default=0)
+
+
 def read_jsonl(path: Path) -> list[dict]:
     """Rows of one of a run's JSON-lines files, or of its gzip copy (``NAME.jsonl.gz``, as kept
     runs are stored); a half-written last line (a killed run) is skipped."""
