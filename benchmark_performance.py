@@ -19,6 +19,7 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --only ray [--ray-address HOST:PORT] [--ray-collectors N] [--intake-rate R]
     python benchmark_performance.py --suite atari5 [--steps 500000] [training options]   # Atari-5 + Pong vs Dopamine
     python benchmark_performance.py --suite atari5 --halving recipes.toml --games DoubleDunk,Phoenix,Qbert
+    python benchmark_performance.py --suite mario --seeds 1,2,3 [--steps 800000] [training options]   # Mario 1-1
 """
 from __future__ import annotations
 
@@ -112,13 +113,22 @@ def main(argv=None) -> int:
     tts.add_argument("--rungs", type=int, default=3, help="with --halving: the most rungs (default 3)")
     suite = ap.add_argument_group("suite (--suite NAME [options] [training options of mario_rl_optimized.py])")
     suite.add_argument("--suite", metavar="NAME",
-                       help="instead: train the suite's games one after another (atari5: BattleZone, DoubleDunk, "
-                            "NameThisGame, Phoenix, Qbert, and Pong; -v5 ids, sticky actions on) with the defaults plus "
-                            "any training options, each to --steps agent steps or --minutes; rerun to resume an "
-                            "interrupted suite. Writes a table and a plot beside Dopamine's published agents into "
-                            "RUNS_DIR/suite-NAME[_options]/")
-    suite.add_argument("--steps", type=int, default=500_000,
-                       help="with --suite: agent steps per game (default 500000: two of Dopamine's 250k iterations)")
+                       help="instead: train the suite's games and seeds one after another (atari5: BattleZone, "
+                            "DoubleDunk, NameThisGame, Phoenix, Qbert, and Pong; -v5 ids, sticky actions on; mario: "
+                            "1-1, or the stage --env names, each seed's kept weights then played on 10 fresh games "
+                            "greedy and 10 at epsilon 0.05) with the defaults plus any training options, each to "
+                            "--steps agent steps or --minutes; rerun to resume an interrupted suite or add seeds. "
+                            "Writes a table and a plot (beside Dopamine's published agents for atari5) into "
+                            "RUNS_DIR/suite-NAME[_options]/, each run in seedN/GAME/")
+    suite.add_argument("--steps", type=int, default=None,
+                       help="with --suite: agent steps per game and seed (default 500000 for atari5: two of "
+                            "Dopamine's 250k iterations; 800000 for mario: 60 minutes on a 2-core Zen 5 in bf16)")
+    suite.add_argument("--play-games", type=int, default=10, metavar="N",
+                       help="with --suite mario: games each seed's kept weights play greedy, and again at epsilon "
+                            "0.05, once it has trained (default 10)")
+    suite.add_argument("--seeds", metavar="N,N,...",
+                       help="with --suite: the seeds to train, each in its own seedN/ folder (default: --seed, else 1); "
+                            "a later run with more seeds adds them to the same suite")
     suite.add_argument("--games", metavar="A,B,...",
                        help="with --suite: train only these of the suite's games, in this order (the same folder: "
                             "a later run without --games trains the rest); with --halving RECIPES.toml: the games to "
@@ -133,6 +143,8 @@ def main(argv=None) -> int:
     args, train_args = ap.parse_known_args(argv)
     if args.games_at_once < 1 or (args.games_at_once > 1 and not args.suite):
         ap.error(f"--games-at-once {args.games_at_once}: must be 1 or more, and goes with --suite")
+    if args.seeds is not None and not args.suite:
+        ap.error("--seeds goes with --suite; a single run takes --seed")
     if args.suite:
         return main_suite(args, train_args, ap)
     if args.time_to_score:
@@ -292,10 +304,17 @@ def main_suite(args, train_args: list[str], ap) -> int:
     finished is trained (or resumed), and the report written whatever became of the runs."""
     import shutil
 
-    from bench.suite import REPORT_NAMES, SuiteInterrupted, report_markdown, run_suite, write_report
+    from bench.suite import REPORT_NAMES, report_markdown, run_suite, write_report
+    from bench.suite_runs import SuiteInterrupted
     from config_optimized import ConfigError
 
+    if args.suite == "mario":
+        return main_mario_suite(args, train_args, ap)
+    if args.steps is None:
+        args.steps = 500_000
     if args.halving and not args.time_to_score:
+        if args.seeds is not None:
+            ap.error("--halving screens each recipe on one seed (the options' --seed); drop --seeds")
         return main_suite_halving(args, train_args, ap)
     if args.time_to_score or args.halving or args.vs_baseline or args.target is not None:
         ap.error("--suite trains each game for --steps (or --minutes); drop --time-to-score, --halving, "
@@ -306,19 +325,64 @@ def main_suite(args, train_args: list[str], ap) -> int:
         ap.error("--suite chooses its games; drop --env")
     try:
         suite_dir = run_suite(args.suite, train_args, args.steps, args.minutes, args.runs_dir, args.games,
-                              args.games_at_once)
+                              args.games_at_once, args.seeds)
         code = 0
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (SuiteInterrupted, RuntimeError) as e:  # every game's run stopped cleanly first; the report still goes
         print(e if isinstance(e, SuiteInterrupted) else f"error: {e}", flush=True)
-        from bench.suite import suite_dir_name
+        from bench.suite_runs import suite_dir_name
 
         suite_dir = os.path.join(os.path.abspath(args.runs_dir), suite_dir_name(args.suite, train_args))
         code = 130 if isinstance(e, SuiteInterrupted) else 1
-    rep = write_report(suite_dir)
+    try:
+        rep = write_report(suite_dir)
+    except ConfigError as e:  # a damaged file in the suite's folder: one line, as before the runs
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print("\n" + report_markdown(rep))
+    print(f"\nReport: {', '.join(os.path.join(suite_dir, n) for n in REPORT_NAMES)}")
+    for want, name in ((args.json, REPORT_NAMES[0]), (args.plot, REPORT_NAMES[2])):
+        if want:
+            shutil.copyfile(os.path.join(suite_dir, name), want)
+    return code
+
+
+def main_mario_suite(args, train_args: list[str], ap) -> int:
+    """--suite mario: each seed trained (or resumed), its kept weights played again on fresh games,
+    and the report written whatever became of the runs."""
+    import shutil
+
+    from bench.suite_mario import REPORT_NAMES, STAGE, STEPS, mario_markdown, mario_suite_dir, run_mario_suite, \
+        write_mario_report
+    from bench.suite_runs import SuiteInterrupted
+    from config_optimized import ConfigError
+
+    if args.time_to_score or args.halving or args.vs_baseline or args.target is not None or args.games:
+        ap.error("--suite mario trains each seed for --steps (or --minutes); drop --time-to-score, --halving, "
+                 "--vs-baseline, --target and --games (the stage is --env)")
+    if args.profile:
+        train_args = ["--profile", args.profile, *train_args]
+    env = args.env or STAGE
+    steps = args.steps if args.steps is not None else STEPS
+    code = 0
+    try:
+        suite_dir = run_mario_suite(train_args, steps, args.minutes, args.runs_dir, env, args.seeds, args.games_at_once,
+                                    args.play_games)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (SuiteInterrupted, RuntimeError) as e:  # every seed's run stopped cleanly first; the report still goes
+        print(e if isinstance(e, SuiteInterrupted) else f"error: {e}", flush=True)
+        suite_dir = mario_suite_dir(env, train_args, args.runs_dir)
+        code = 130 if isinstance(e, SuiteInterrupted) else 1
+    try:
+        rep = write_mario_report(suite_dir)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print("\n" + mario_markdown(rep))
     print(f"\nReport: {', '.join(os.path.join(suite_dir, n) for n in REPORT_NAMES)}")
     for want, name in ((args.json, REPORT_NAMES[0]), (args.plot, REPORT_NAMES[2])):
         if want:
@@ -339,8 +403,8 @@ def report_winner(res: dict, recipes: dict[str, list[str]], json_path: str | Non
 def main_suite_halving(args, train_args: list[str], ap) -> int:
     """--suite NAME --halving RECIPES.toml: recipes screened on the suite's games by agent steps."""
     from bench.halving import read_recipes
-    from bench.suite import SuiteInterrupted
     from bench.suite_halving import rung_steps, suite_halving
+    from bench.suite_runs import SuiteInterrupted
     from config_optimized import ConfigError
 
     if args.vs_baseline or args.target is not None or args.minutes is not None or args.env:

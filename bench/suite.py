@@ -1,14 +1,15 @@
-"""``--suite atari5``: the defaults trained on several games one after another, each scored per
+"""``--suite atari5``: the defaults trained on several games and seeds, each game scored per
 250k-agent-step window beside Dopamine's published agents, with the interquartile mean (IQM) of
-human-normalized scores over the suite's games.
+human-normalized scores over the suite's games and seeds and its 95% stratified-bootstrap interval
+(Agarwal et al. 2021, as rliable computes them).
 
 The Atari-5 games (BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert; Aitchison et al. 2023
 chose them because their scores predict the median over the 57 games) plus Pong, whose IQM is
-left out as in the paper. Each game is one run of the real pipeline (``mario_rl_optimized.py`` in
-a child process, as a user runs it) in ``SUITE_DIR/GAME``: a game whose run is missing starts, one
-that stopped early (a kill, a crash, Ctrl-C) resumes from its last checkpoint, one that reached
-``--steps`` or ``--minutes`` is only read. So the same command continues an interrupted suite, and
-run again on a finished one it only writes the report.
+left out as in the paper. Each game and seed is one run of the real pipeline (bench/suite_runs.py)
+in ``SUITE_DIR/seedN/GAME``: a game whose run is missing starts, one that stopped early (a kill, a
+crash, Ctrl-C) resumes from its last checkpoint, one that reached ``--steps`` or ``--minutes`` is
+only read. So the same command continues an interrupted suite (or adds seeds to it), and run again
+on a finished one it only writes the report.
 
 A window's score is Dopamine's: the mean training return of the games that ended in it (epsilon
 as the recipe explores, every whole game, all lives). The anchors are the 5-seed means of
@@ -17,23 +18,18 @@ play the full 18-action set where ``-v5`` ids give each game its minimal set.
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import math
 import os
-import re
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from config_optimized import ConfigError
-from pipeline.file_keys import current_keys
 
-from .time_to_score import PROJECT_DIR, send_all, signals_passed_on, training_config
+from .suite_runs import (GAME_FILE, OWN_FLAGS, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir,
+                         game_name, mark_done, minutes_at, parse_seeds, pinned_args, read_json, recipe_text,
+                         resolved_recipe, run_record, say_pinned, suite_dir_name, train_games, trained_on, without_seed)
+from .suite_stats import iqm, iqm_interval
+from .time_to_score import training_config
 
 SUITES = {"atari5": ("ALE/BattleZone-v5", "ALE/DoubleDunk-v5", "ALE/NameThisGame-v5", "ALE/Phoenix-v5",
                      "ALE/Qbert-v5", "ALE/Pong-v5"),
@@ -43,32 +39,10 @@ SUITES = {"atari5": ("ALE/BattleZone-v5", "ALE/DoubleDunk-v5", "ALE/NameThisGame
 IQM_GAMES = ("BattleZone", "DoubleDunk", "NameThisGame", "Phoenix", "Qbert")
 WINDOW = 250_000           # agent steps per window: one Dopamine iteration
 ANCHORS_PATH = Path(__file__).with_name("atari_anchors.json")
-SUITE_FILE = "suite.json"  # the suite's options, so a rerun with other options is refused, not mixed in
-# A finished game's counters, beside its run: the report and a rerun need only this, episodes.jsonl
-# and config.json, so a finished suite can be kept (docs/data) without its checkpoints and replays.
-GAME_FILE = "suite_game.json"
 REPORT_NAMES = ("suite_report.json", "suite_report.md", "suite_report.png")
-# Options the suite sets itself for every game.
-OWN_FLAGS = ("--env", "--total-steps", "--run-dir", "--resume", "--time-limit", "--target-score", "--overwrite")
-
-
-def game_name(env_id: str) -> str:
-    """ALE/BattleZone-v5 -> BattleZone; tests.catch_env:Catch-v0 -> Catch."""
-    return env_id.split(":")[-1].split("/")[-1].split("-v")[0]
-
-
 def load_anchors() -> dict:
     with open(ANCHORS_PATH) as f:
         return json.load(f)
-
-
-def suite_dir_name(suite: str, train_args: list[str]) -> str:
-    """The suite's folder under --runs-dir: its name, then its training options, so the defaults
-    and a recipe (or a second seed) never share a folder: suite-atari5, suite-atari5_seed_2."""
-    slug = "_".join(re.sub(r"[^A-Za-z0-9.+-]+", "-", a.lstrip("-")) for a in train_args)
-    if len(slug) > 40:  # many options: a digest of them (suite.json in the folder lists them)
-        slug = hashlib.sha1("\0".join(train_args).encode()).hexdigest()[:10]
-    return f"suite-{suite}" + (f"_{slug}" if slug else "")
 
 
 def pick_games(suite: str, games: str | None) -> list[str]:
@@ -84,208 +58,85 @@ def pick_games(suite: str, games: str | None) -> list[str]:
     return [by_name[g] for g in names]
 
 
-def check_suite_args(suite: str, train_args: list[str], steps: int, minutes: float | None) -> None:
-    """Every game's options checked as the training script checks them, before any run starts."""
+def check_suite_args(suite: str, train_args: list[str], steps: int, minutes: float | None,
+                     seeds: str | None = None) -> list[int]:
+    """Every game's options checked as the training script checks them, before any run starts;
+    returns the seeds (``--seeds``, else the options' ``--seed``, else 1)."""
     if suite not in SUITES:
-        raise ConfigError(f"--suite {suite}: unknown suite; choose one of {', '.join(SUITES)}")
-    if steps <= 0:
-        raise ConfigError(f"--steps {steps}: must be positive, e.g. --steps 500000")
-    if minutes is not None and minutes <= 0:
-        raise ConfigError(f"--minutes {minutes:g}: must be positive")
-    for a in train_args:
-        flag = a.split("=")[0]
-        if flag in OWN_FLAGS:
-            raise ConfigError(f"--suite sets {flag} for each game itself; give the length as --steps or --minutes "
-                              "and the folder as --runs-dir")
+        raise ConfigError(f"--suite {suite}: unknown suite; choose one of {', '.join(SUITES)}, or mario")
+    check_lengths(steps, minutes)
+    check_own_flags(train_args)
+    picked = parse_seeds(seeds, train_args)
     for env in SUITES[suite]:
         try:
             training_config(["--env", env, *train_args])
         except ConfigError as e:
             raise ConfigError(f"{env}: {e}") from None
+    return picked
 
 
-def game_counters(run_dir: Path) -> tuple[dict, bool]:
-    """(the counters of a game's run, whether it has a checkpoint to resume from): its last
-    checkpoint's, else those its finished game kept (``GAME_FILE``), else none."""
-    from pipeline.records import checkpoint as ckpt
-    from pipeline.records.files import CHECKPOINT_NAME
-
-    if (run_dir / CHECKPOINT_NAME).is_file():
-        return ckpt.load(run_dir / CHECKPOINT_NAME).get("counters", {}), True
-    if (run_dir / GAME_FILE).is_file():  # a finished game kept without its checkpoint
-        return current_keys(json.loads((run_dir / GAME_FILE).read_text())["counters"]), False
-    return {}, False
+def check_lengths(steps: int, minutes: float | None) -> None:
+    if steps <= 0:
+        raise ConfigError(f"--steps {steps}: must be positive, e.g. --steps 500000")
+    if minutes is not None and minutes <= 0:
+        raise ConfigError(f"--minutes {minutes:g}: must be positive")
 
 
-def game_state(run_dir: Path, steps: int, minutes: float | None) -> tuple[str, dict]:
-    """("new" | "resume" | "done", its counters) of one game's run folder. A folder with run
-    files but no checkpoint (killed before its first one) starts over."""
-    counters, resumable = game_counters(run_dir)
-    if counters.get("agent_steps", 0) >= steps or (minutes and counters.get("wall_s", 0.0) >= minutes * 60):
-        return "done", counters
-    return ("resume", counters) if resumable else ("new", {})
+def check_own_flags(train_args: list[str]) -> None:
+    for a in train_args:
+        flag = a.split("=")[0]
+        if flag in OWN_FLAGS:
+            raise ConfigError(f"--suite sets {flag} for each game itself; give the length as --steps or --minutes "
+                              "and the folder as --runs-dir")
 
 
-def game_command(env: str, run_dir: Path, state: str, train_args: list[str], steps: int,
-                 minutes: float | None, threads: list[str] = ()) -> list[str]:
-    """The training command that brings a game to its length: a new run with its options, or a
-    resume (its options are in its run record); ``threads`` (learner_threads_beside) on either."""
-    limit = ["--time-limit", f"{minutes:g}"] if minutes else []
-    if state == "resume":
-        return [sys.executable, "mario_rl_optimized.py", "--resume", str(run_dir), "--total-steps", str(steps), *limit,
-                *threads]
-    from pipeline.records.run_folder import has_run
-
-    fresh = ["--overwrite"] if has_run(run_dir) else []  # files of a start killed before its first checkpoint
-    return [sys.executable, "mario_rl_optimized.py", "--env", env, *train_args, "--total-steps", str(steps),
-            *limit, "--run-dir", str(run_dir), *fresh, *threads]
-
-
-def learner_threads_beside(env: str, train_args: list[str], at_once: int) -> list[str]:
-    """``--learner-threads`` for a game that trains beside ``at_once - 1`` others and whose options
-    set none: its share (at least 1) of the threads its learner would have alone. A learner's
-    OpenMP team stalls at every parallel step while another process holds one of its cores: two
-    2-thread learners on 2 cores each ran 8-9x slower, where 1-thread learners side by side lose
-    little (pipeline/settings/hardware.py, shared_cores_warning)."""
-    if at_once <= 1 or any(a.split("=")[0] == "--learner-threads" for a in train_args):
-        return []
-    from pipeline.settings.cli import parse_args
-    from pipeline.settings.hardware import learner_threads
-    from pipeline.settings.layers import resolve_config
-
-    res = resolve_config(parse_args(["--env", env, *train_args]))
-    alone = learner_threads(res.cfg.learner.learner_threads, res.cfg.collectors.num_collectors, res.hw)
-    return ["--learner-threads", str(max(1, alone // at_once))]
-
-
-def claim_suite_dir(suite_dir: Path, options: dict) -> None:
-    """Write the suite's options into its folder, or refuse a folder that holds another suite."""
-    path = suite_dir / SUITE_FILE
-    if path.exists():
-        with open(path) as f:
-            saved = json.load(f)
-        if saved != options:
-            raise ConfigError(f"{suite_dir} holds a suite run with other options ({saved}); this one has {options}. "
-                              "Run it with the same options to continue it, or give another --runs-dir")
-        return
-    from pipeline.records.record import write_json
-
-    suite_dir.mkdir(parents=True, exist_ok=True)
-    write_json(path, options)
-
-
-@dataclasses.dataclass(frozen=True)
-class GameRun:
-    """One game's run to bring to its length: the game, its folder, its options, the tag its
-    printed lines open with ("[SUITE] ALE/Pong-v5") and the name errors give it."""
-    env: str
-    run_dir: Path
-    train_args: list[str]
-    tag: str
-    what: str
-
-
-def train_games(runs: list[GameRun], steps: int, minutes: float | None, at_once: int = 1,
-                on_done: Callable[[GameRun, dict], None] | None = None) -> None:
-    """Bring each run to ``steps`` agent steps (or ``minutes``), ``at_once`` of them at a time, each
-    in its own child process (``mario_rl_optimized.py``, as a user runs it): start it, resume it,
-    or, done already, only read it; the next starts as one ends. ``on_done(run, counters)`` is
-    called as each run is found done.
-
-    Ctrl-C or SIGTERM reach every running game, which stops cleanly (checkpoint, replay, children
-    joined), and then raise SuiteInterrupted. A run that fails or stops short stops the others the
-    same way (each keeps a checkpoint to resume from) and raises RuntimeError naming it: a child is
-    never left running behind the suite."""
-    from pipeline.records.files import LOG_NAME
-
-    queue, running = list(runs), {}
-    failed: list[str] = []   # why the first run that failed did
-    cut: list[str] = []      # the runs a signal or another's failure stopped short
-    with signals_passed_on(running) as got:
-        try:
-            while running or (queue and not (got or failed)):  # a signal or a failure starts no more runs
-                while queue and len(running) < at_once and not (got or failed):
-                    run = queue.pop(0)
-                    state, counters = game_state(run.run_dir, steps, minutes)
-                    if state == "done":
-                        if on_done:
-                            on_done(run, counters)
-                        continue
-                    cmd = game_command(run.env, run.run_dir, state, run.train_args, steps, minutes,
-                                       learner_threads_beside(run.env, run.train_args, at_once))
-                    how = f"resumed at {counters.get('agent_steps', 0):,} agent steps" if state == "resume" else "started"
-                    print(f"{run.tag}: {how}: {' '.join(cmd[1:])}", flush=True)
-                    proc = subprocess.Popen(cmd, cwd=PROJECT_DIR)
-                    running[proc] = run
-                    if got:  # the signal came while it started: it stops too
-                        proc.send_signal(signal.SIGINT)
-                ended = [proc for proc in running if proc.poll() is not None]
-                if not ended:
-                    time.sleep(0.2)  # a child's end is polled: no wait on one child may hold up the others
-                    continue
-                for proc in ended:
-                    run = running.pop(proc)
-                    state, counters = game_state(run.run_dir, steps, minutes)
-                    if state == "done":
-                        if on_done:
-                            on_done(run, counters)
-                    elif got or failed:
-                        cut.append(run.what)
-                    else:
-                        failed.append(f"{run.what} exited with code {proc.returncode}; its log is "
-                                      f"{run.run_dir / LOG_NAME}" if proc.returncode != 0 else
-                                      f"{run.what} stopped at {counters.get('agent_steps', 0):,} agent steps, before "
-                                      f"{steps:,}; its log ({run.run_dir / LOG_NAME}) says why")
-                        send_all(running, signal.SIGINT)
-        finally:
-            if running:  # an error of the suite's own: its children stop cleanly before it goes
-                send_all(running, signal.SIGINT)
-                for proc in running:
-                    proc.wait()
-    if got:
-        raise SuiteInterrupted(f"{runs[0].tag.split()[0]} stopped by {got[0]} during {', '.join(cut) or 'set-up'} "
-                               "(each run saved a checkpoint); run the same command again to continue where it stopped")
-    if failed:
-        also = f" ({', '.join(cut)} stopped with it, each with a checkpoint)" if cut else ""
-        raise RuntimeError(f"{failed[0]}{also}. Run the same command again to continue where it stopped")
+def refuse_old_layout(suite_dir: Path, envs: list[str]) -> None:
+    """A suite folder from before seeds held its games directly (``SUITE_DIR/GAME``): say how to
+    move them rather than train the same games again beside them."""
+    old = [game_name(e) for e in envs if (suite_dir / game_name(e)).is_dir()]
+    if old:
+        raise ConfigError(f"{suite_dir} holds games without a seed folder ({', '.join(old)}), as suites kept them "
+                          f"before --seeds; move each into seedN/ for the seed it trained (1 unless its options "
+                          f"gave --seed), e.g. mkdir {suite_dir}/seed1 && mv {suite_dir}/{old[0]} {suite_dir}/seed1/")
 
 
 def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | None, runs_dir: str,
-              games: str | None = None, at_once: int = 1) -> Path:
-    """Train every game of the suite that has not finished, ``at_once`` at a time (only ``games``,
-    in their order, where given: the suite's folder is the same, so a later run without them
-    finishes the rest); returns the folder. Games trained side by side share the machine, so
-    their minutes are not one game's alone; their agent steps, and so their windows, are."""
-    check_suite_args(suite, train_args, steps, minutes)
+              games: str | None = None, at_once: int = 1, seeds: str | None = None) -> Path:
+    """Train every game and seed of the suite that has not finished, ``at_once`` at a time, seed by
+    seed (only ``games``, in their order, where given: the suite's folder is the same, so a later
+    run without them finishes the rest); returns the folder. Games trained side by side share the
+    machine, so their minutes are not one game's alone; their agent steps, and so their windows, are."""
+    picked = check_suite_args(suite, train_args, steps, minutes, seeds)
     envs = pick_games(suite, games)
+    train_args = without_seed(train_args)
     suite_dir = Path(runs_dir).resolve() / suite_dir_name(suite, train_args)
-    claim_suite_dir(suite_dir, {"suite": suite, "steps": steps, "minutes": minutes, "train_args": train_args})
-    runs = [GameRun(env, suite_dir / game_name(env), train_args, f"[SUITE] {env}", env) for env in envs]
+    refuse_old_layout(suite_dir, list(SUITES[suite]))
+    started = [d for d in sorted(suite_dir.glob("seed*/*")) if d.is_dir()]
+    recipe = claim_suite_dir(suite_dir, {"suite": suite, "steps": steps, "minutes": minutes, "train_args": train_args},
+                             resolved_recipe(SUITES[suite][0], train_args), started)
+    say_pinned("[SUITE]", envs[0], train_args, recipe)
+    runs = [GameRun(env, game_dir(suite_dir, seed, env), pinned_args(env, [*train_args, "--seed", str(seed)], recipe),
+                    f"[SUITE] {env} seed {seed}", f"{env} seed {seed}")
+            for seed in picked for env in envs]
     if at_once > 1:
         print(f"[SUITE] {min(at_once, len(runs))} games at once: each game's minutes are its share of this machine",
               flush=True)
 
     def finished(run: GameRun, counters: dict) -> None:
         mark_done(run.run_dir, run.env, counters, at_once)
-        print(f"[SUITE] {run.env}: done ({counters.get('agent_steps', 0):,} agent steps, "
+        print(f"[SUITE] {run.what}: done ({counters.get('agent_steps', 0):,} agent steps, "
               f"{counters.get('wall_s', 0) / 60:.1f} min)", flush=True)
     train_games(runs, steps, minutes, at_once, finished)
     return suite_dir
 
 
-def mark_done(run_dir: Path, env: str, counters: dict, at_once: int = 1) -> None:
-    """Record a finished game's counters beside its run (``GAME_FILE``), whole or not at all, with
-    how many games trained at once (their minutes are each a share of the machine)."""
-    from pipeline.records.record import write_json
-
-    path = run_dir / GAME_FILE
-    if not path.is_file():
-        keep = {k: counters[k] for k in ("agent_steps", "wall_s", "episodes", "samples_trained") if k in counters}
-        write_json(path, {"env": env, "counters": keep, "games_at_once": at_once})
-
-
-class SuiteInterrupted(Exception):
-    """Ctrl-C or SIGTERM stopped the suite after its current game's run shut down cleanly."""
+def seed_folders(suite_dir: Path, options: dict) -> dict[int, Path]:
+    """Each seed's folder of games: ``seedN/``, or, in a folder from before seeds, the suite's own
+    folder for the one seed its options gave."""
+    found = {int(d.name[4:]): d for d in Path(suite_dir).glob("seed*") if d.is_dir() and d.name[4:].isdigit()}
+    if found:
+        return dict(sorted(found.items()))
+    return {parse_seeds(None, options.get("train_args", []))[0]: Path(suite_dir)}
 
 
 # ---------------------------------------------------------------------------------- the report
@@ -303,100 +154,112 @@ def window_scores(rows: list[dict], steps_done: int, window: int = WINDOW) -> li
     return out
 
 
-def minutes_at(points: list[tuple[int, float]], agent_steps: int) -> float | None:
-    """Wall-clock minutes when the run passed ``agent_steps``, interpolated between the (agent steps,
-    seconds) points it recorded (each game's end and its last checkpoint); None if it never did."""
-    pts = sorted(points)
-    for (s0, w0), (s1, w1) in zip(pts, pts[1:]):
-        if s0 <= agent_steps <= s1:
-            return (w0 + (w1 - w0) * (agent_steps - s0) / max(1, s1 - s0)) / 60
-    if pts and pts[-1][0] == agent_steps:
-        return pts[-1][1] / 60
-    return None
-
-
 def human_normalized(score: float, random: float, human: float) -> float:
     return (score - random) / (human - random)
 
 
-def iqm(values: list[float]) -> float:
-    """Interquartile mean: the mean of the middle half, a quarter trimmed from each end (as
-    scipy.stats.trim_mean(x, 0.25) and rliable compute it): of five scores, the middle three."""
-    xs = sorted(values)
-    k = int(0.25 * len(xs))
-    mid = xs[k:len(xs) - k]
-    return sum(mid) / len(mid)
+def seed_run(run_dir: Path, steps: int) -> dict:
+    """One seed's run of one game: its windows, agent steps, minutes and how it shared the machine."""
+    from pipeline.records.episodes import read_episodes
+    from pipeline.records.metrics import most_other_runs
+
+    try:
+        rows = read_episodes(run_dir)  # episodes.jsonl, or the episodes.jsonl.gz a kept run has
+    except FileNotFoundError:
+        rows = []  # no game ended yet
+    counters, _ = game_counters(run_dir)
+    done = max(counters.get("agent_steps", 0), rows[-1]["agent_steps"] if rows else 0)
+    points = [(r["agent_steps"], r["wall_s"]) for r in rows]
+    if counters:
+        points.append((counters["agent_steps"], counters["wall_s"]))
+    wins = window_scores(rows, min(done, steps))  # a run overshoots its --steps by a few
+    for w in wins:
+        w["complete"] = done >= w["to"]
+        w["minutes"] = minutes_at(points, w["to"]) if w["complete"] else None
+    kept = read_json(run_dir / GAME_FILE, "a finished game's counters", f"delete {run_dir / GAME_FILE}") \
+        if (run_dir / GAME_FILE).is_file() else {}
+    return {"windows": wins, "agent_steps": done, "minutes": counters.get("wall_s", 0) / 60 if counters else None,
+            "trained_on": trained_on(run_record(run_dir)), "games_at_once": kept.get("games_at_once", 1),
+            "other_runs": most_other_runs(run_dir)}
+
+
+def over_seeds(runs: dict[int, dict], n_windows: int) -> list[dict]:
+    """Each window's mean over the seeds that finished it, their range, and how many did."""
+    out = []
+    for i in range(n_windows):
+        done = [r["windows"][i] for r in runs.values() if len(r["windows"]) > i and r["windows"][i]["complete"]
+                and r["windows"][i]["mean"] is not None]
+        first = next((r["windows"][i] for r in runs.values() if len(r["windows"]) > i), {})
+        means = [w["mean"] for w in done]
+        mins = [w["minutes"] for w in done if w["minutes"] is not None]
+        out.append({"window": i + 1, "from": first.get("from", i * WINDOW), "to": first.get("to", (i + 1) * WINDOW),
+                    "seeds": len(done), "mean": sum(means) / len(means) if means else first.get("mean"),
+                    "min": min(means) if means else None, "max": max(means) if means else None,
+                    "complete": bool(done) and len(done) == len(runs),
+                    "minutes": sum(mins) / len(mins) if mins else None})
+    return out
 
 
 def suite_report(suite_dir: str | Path) -> dict:
-    """Read every game's run in the suite's folder: windows, minutes, and the IQM beside the anchors."""
-    from pipeline.records.episodes import read_episodes
-    from pipeline.records.files import EPISODES_NAME, RECORD_NAME
-    from pipeline.records.metrics import most_other_runs
-
+    """Read every game's runs in the suite's folder, seed by seed: windows, minutes, and the IQM
+    over games and seeds (with its interval) beside the anchors."""
     from .common import machine
 
     suite_dir = Path(suite_dir)
-    with open(suite_dir / SUITE_FILE) as f:
-        options = json.load(f)
+    options = read_json(suite_dir / SUITE_FILE, "the suite's options",
+                        "delete it and run the suite again with the options its games trained with")
+    recipe = options.pop("recipe", None)
     anchors = load_anchors()
+    folders = seed_folders(suite_dir, options)
     games = {}
     for env in SUITES[options["suite"]]:
         name = game_name(env)
-        run_dir = suite_dir / name
-        rows = read_episodes(run_dir) if (run_dir / EPISODES_NAME).is_file() else []  # no game ended yet
-        counters, _ = game_counters(run_dir)
-        done = max(counters.get("agent_steps", 0), rows[-1]["agent_steps"] if rows else 0)
-        points = [(r["agent_steps"], r["wall_s"]) for r in rows]
-        if counters:
-            points.append((counters["agent_steps"], counters["wall_s"]))
-        wins = window_scores(rows, min(done, options["steps"]))  # a run overshoots its --steps by a few
-        for w in wins:
-            w["complete"] = done >= w["to"]
-            w["minutes"] = minutes_at(points, w["to"]) if w["complete"] else None
+        runs = {seed: seed_run(folder / name, options["steps"]) for seed, folder in folders.items()
+                if (folder / name).is_dir()}
+        n = max((len(r["windows"]) for r in runs.values()), default=0)
         a = anchors["games"].get(name, {"random": None, "human": None, "dopamine": {}})
-        record = {}
-        if (run_dir / RECORD_NAME).is_file():
-            with open(run_dir / RECORD_NAME) as f:
-                record = json.load(f)
-        kept = json.loads((run_dir / GAME_FILE).read_text()) if (run_dir / GAME_FILE).is_file() else {}
-        games[name] = {"env": env, "random": a["random"], "human": a["human"], "windows": wins,
-                       "agent_steps": done, "minutes": counters.get("wall_s", 0) / 60 if counters else None,
-                       "anchors": a["dopamine"], "trained_on": trained_on(record),
-                       "games_at_once": kept.get("games_at_once", 1),
-                       "other_runs": most_other_runs(run_dir)}
+        first = next(iter(runs.values()), {})
+        games[name] = {"env": env, "random": a["random"], "human": a["human"], "windows": over_seeds(runs, n),
+                       "seeds": {str(s): r for s, r in runs.items()}, "anchors": a["dopamine"],
+                       "agent_steps": min((r["agent_steps"] for r in runs.values()), default=0),
+                       "minutes": first.get("minutes"), "trained_on": first.get("trained_on"),
+                       "games_at_once": max((r["games_at_once"] for r in runs.values()), default=1),
+                       "other_runs": max((r["other_runs"] for r in runs.values()), default=0)}
     n_windows = max((len(g["windows"]) for g in games.values()), default=0)
     agents = list(anchors["games"][IQM_GAMES[0]]["dopamine"])
-    iqms = []
-    for i in range(n_windows):
-        row = {"window": i + 1, "ours": None, "ours_games": 0}
-        ours = [human_normalized(g["windows"][i]["mean"], g["random"], g["human"])
-                for n, g in games.items() if n in IQM_GAMES and len(g["windows"]) > i
-                and g["windows"][i]["complete"] and g["windows"][i]["mean"] is not None]
-        row["ours_games"] = len(ours)
-        if len(ours) == len(IQM_GAMES):
-            row["ours"] = iqm(ours)
-        for agent in agents:
-            vals = [human_normalized(anchors["games"][n]["dopamine"][agent][i], anchors["games"][n]["random"],
-                                     anchors["games"][n]["human"])
-                    for n in IQM_GAMES if i < len(anchors["games"][n]["dopamine"][agent])]
-            row[agent] = iqm(vals) if len(vals) == len(IQM_GAMES) else None
-        iqms.append(row)
-    return {"suite": options["suite"], "options": options, "window": WINDOW, "games": games, "iqm": iqms,
-            "agents": agents, "anchor_source": anchors["dopamine"]["source"], "machine": machine()}
+    iqms = [iqm_row(games, folders, i, anchors, agents) for i in range(n_windows)]
+    return {"suite": options["suite"], "options": options, "recipe": recipe,
+            "recipe_text": recipe_text(recipe, SUITES[options["suite"]][0]), "seeds": list(folders), "window": WINDOW,
+            "games": games, "iqm": iqms, "agents": agents, "anchor_source": anchors["dopamine"]["source"],
+            "machine": machine()}
 
 
-def trained_on(record: dict) -> str | None:
-    """The machine, precision and commit of a game's run, from its config.json (the first start's,
-    where a resume ran elsewhere)."""
-    if not record:
-        return None
-    first = (record.get("previous") or [record])[0]
-    cfg, hw = first.get("config", {}), first.get("hardware", {})
-    precision = ("fp16" if hw.get("cuda") else "bf16") if cfg.get("amp") else "fp32"
-    commit = str(first.get("git_commit", "?"))
-    return (f"{first.get('hardware_summary', '?').split('; RAM')[0]}, {precision}, profile {first.get('profile')}, "
-            f"commit {commit[:7]}" + (" (with uncommitted changes)" if "uncommitted" in commit else ""))
+def iqm_row(games: dict, folders: dict, i: int, anchors: dict, agents: list[str]) -> dict:
+    """Window ``i``'s IQM of human-normalized scores: ours over the Atari-5 games and the seeds
+    that finished the window on every one of them (with its 95% stratified-bootstrap interval),
+    and each anchor's over its 5-seed means."""
+    row = {"window": i + 1, "ours": None, "ours_low": None, "ours_high": None, "ours_games": 0, "ours_seeds": []}
+
+    def score(g: dict, seed: str) -> float | None:
+        r = g["seeds"].get(seed)
+        if not r or len(r["windows"]) <= i or not r["windows"][i]["complete"] or r["windows"][i]["mean"] is None:
+            return None
+        return human_normalized(r["windows"][i]["mean"], g["random"], g["human"])
+    iqm_games = [games[n] for n in IQM_GAMES if n in games]
+    row["ours_games"] = sum(1 for g in iqm_games if any(score(g, str(s)) is not None for s in folders))
+    seeds = [str(s) for s in folders if len(iqm_games) == len(IQM_GAMES)
+             and all(score(g, str(s)) is not None for g in iqm_games)]
+    if seeds:
+        per_game = [[score(g, s) for s in seeds] for g in iqm_games]
+        row["ours"] = iqm(per_game)
+        row["ours_low"], row["ours_high"] = iqm_interval(per_game)
+        row["ours_seeds"] = [int(s) for s in seeds]
+    for agent in agents:
+        vals = [human_normalized(anchors["games"][n]["dopamine"][agent][i], anchors["games"][n]["random"],
+                                 anchors["games"][n]["human"])
+                for n in IQM_GAMES if i < len(anchors["games"][n]["dopamine"][agent])]
+        row[agent] = iqm(vals) if len(vals) == len(IQM_GAMES) else None
+    return row
 
 
 def _fmt(x: float | None) -> str:
@@ -412,36 +275,49 @@ def report_markdown(rep: dict) -> str:
     labels = [f"{w * rep['window'] // 1000:,}k" for w in range(n + 1)]
     spans = [f"{labels[i]}-{labels[i + 1]}" for i in range(n)]
     agents = rep["agents"]
+    seeds = rep.get("seeds") or [1]
     lines = [f"Suite {rep['suite']}: mean training return of the games that ended in each window of agent steps "
-             f"(windows {', '.join(spans)}; ours: minutes to the window's end in brackets, `*` = window not "
-             f"finished). Options: {' '.join(rep['options']['train_args']) or 'the defaults'}, "
+             f"(windows {', '.join(spans)}; ours: the mean over seeds {', '.join(map(str, seeds))}, their range "
+             f"in square brackets where more than one finished it, minutes to the window's end in round brackets, "
+             f"`*` = window not finished by every seed). Recipe: {rep.get('recipe_text') or 'not recorded'}"
+             f" (options: {' '.join(rep['options']['train_args']) or 'none'}), "
              f"{rep['options']['steps']:,} agent steps a game" + (f" or {rep['options']['minutes']:g} min"
                                                                   if rep['options'].get('minutes') else "") + ".",
              "",
              "| game | random | human | ours | " + " | ".join(agents) + " |",
              "|---" * (4 + len(agents)) + "|"]
     for name, g in rep["games"].items():
-        ours = " / ".join(_fmt(w["mean"]) + (f" ({w['minutes']:.0f} min)" if w["minutes"] is not None else "")
+        ours = " / ".join(_fmt(w["mean"]) + (f" [{_fmt(w['min'])}, {_fmt(w['max'])}]" if w.get("seeds", 1) > 1 else "")
+                          + (f" ({w['minutes']:.0f} min)" if w["minutes"] is not None else "")
                           + ("" if w["complete"] else "*") for w in g["windows"]) or "-"
         anchors = [" / ".join(_fmt(v) for v in g["anchors"].get(a, [])[:max(n, 1)]) or "-" for a in agents]
         lines.append(f"| {name} | {_fmt(g['random'])} | {_fmt(g['human'])} | {ours} | " + " | ".join(anchors) + " |")
     iq = [" / ".join(_fmt(r[key]) if r[key] is not None else "-" for r in rep["iqm"]) for key in ("ours", *agents)]
+    iq[0] = " / ".join(f"{_fmt(r['ours'])} [{_fmt(r['ours_low'])}, {_fmt(r['ours_high'])}]"
+                       if r["ours"] is not None and r.get("ours_low") is not None else _fmt(r["ours"]) for r in rep["iqm"])
     lines.append(f"| **IQM, human-normalized** ({', '.join(IQM_GAMES)}) | 0 | 1 | **{iq[0]}** | "
                  + " | ".join(iq[1:]) + " |")
     lines.append("")
+    for r in rep["iqm"]:
+        if r["ours"] is not None and r.get("ours_low") is not None:
+            lines.append(f"IQM {spans[r['window'] - 1]}: {_fmt(r['ours'])}, 95% stratified-bootstrap interval "
+                         f"[{_fmt(r['ours_low'])}, {_fmt(r['ours_high'])}] over seeds "
+                         f"{', '.join(map(str, r['ours_seeds']))} (anchors: the IQM of their 5-seed means).")
     for i in range(n):
         wins = [name for name, g in rep["games"].items() if name in IQM_GAMES and len(g["windows"]) > i
                 and g["windows"][i]["complete"] and g["windows"][i]["mean"] is not None
                 and g["windows"][i]["mean"] > g["anchors"]["CNN QR-DQN"][i]]
         played = sum(1 for name, g in rep["games"].items() if name in IQM_GAMES and len(g["windows"]) > i
                      and g["windows"][i]["complete"])
-        lines.append(f"Window {spans[i]}: ours above CNN QR-DQN on {len(wins)} of {played} finished Atari-5 games"
+        lines.append(f"Window {spans[i]}: ours (mean over seeds) above CNN QR-DQN on {len(wins)} of {played} "
+                     "finished Atari-5 games"
                      + (f" ({', '.join(wins)})" if wins else "") + ".")
     lines.append("")
     machines: dict[str, list[str]] = {}
     for name, g in rep["games"].items():
-        if g.get("trained_on"):
-            machines.setdefault(g["trained_on"], []).append(name)
+        for seed, r in g.get("seeds", {"": g}).items():
+            if r.get("trained_on"):
+                machines.setdefault(r["trained_on"], []).append(name + (f" seed {seed}" if len(g["seeds"]) > 1 else ""))
     for where, names in machines.items():
         lines.append(f"Trained on: {where} ({', '.join(names)}).")
     shared = [f"{name} ({shared_with(g)})" for name, g in rep["games"].items() if shared_with(g)]

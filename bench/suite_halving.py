@@ -22,8 +22,9 @@ from pathlib import Path
 from config_optimized import ConfigError
 
 from .halving import survivors
-from .suite import (OWN_FLAGS, GameRun, claim_suite_dir, game_counters, game_name, human_normalized, load_anchors,
-                    pick_games, train_games)
+from .suite import human_normalized, load_anchors, pick_games
+from .suite_runs import (OWN_FLAGS, GameRun, claim_suite_dir, game_counters, game_name, pinned_args, recorded_recipe,
+                         resolved_recipe, run_record, say_pinned, train_games)
 from .time_to_score import training_config
 
 HALVING_FILE = "halving.json"
@@ -59,7 +60,6 @@ def run_score(run_dir: Path, steps: int, anchors: dict) -> dict:
     """One run at a rung of ``steps``: the mean return of the games that ended in (steps/2, steps],
     its human-normalized value, its minutes and samples per agent step."""
     from pipeline.records.episodes import read_episodes
-    from pipeline.records.files import RECORD_NAME
 
     name = run_dir.name
     rows = [r for r in read_episodes(run_dir) if steps / 2 < r["agent_steps"] <= steps]
@@ -68,8 +68,7 @@ def run_score(run_dir: Path, steps: int, anchors: dict) -> dict:
     # a game without published random and human scores (the test suite's catch games) counts its return
     hns = mean if mean is None or a.get("random") is None else human_normalized(mean, a["random"], a["human"])
     counters, _ = game_counters(run_dir)
-    record = json.loads((run_dir / RECORD_NAME).read_text()) if (run_dir / RECORD_NAME).is_file() else {}
-    ratio = record.get("config", {}).get("replay_ratio")
+    ratio = run_record(run_dir).get("config", {}).get("replay_ratio")
     return {"game": name, "return": mean, "games": len(rows), "hns": hns,
             "minutes": counters.get("wall_s", 0) / 60, "samples_per_agent_step": ratio}
 
@@ -86,11 +85,18 @@ def suite_halving(suite: str, recipes: dict[str, list[str]], games: str | None, 
     options = {"suite": suite, "games": [game_name(e) for e in envs], "recipes": recipes, "common_args": common,
                "steps": steps, "eta": eta, "rungs": rungs}
     root = search_dir(runs_dir, suite, options)
-    claim_suite_dir(root, options)
+    # each recipe as its first game trained it (a preset moved or a --config file edited since
+    # would otherwise train its later games and rungs another way)
+    recipe = claim_suite_dir(root, options, {
+        name: next((found for env in envs if (found := recorded_recipe(root / name / game_name(env))) is not None),
+                   None) or resolved_recipe(envs[0], [*common, *extra]) for name, extra in recipes.items()})
+    for name in recipes:
+        say_pinned(f"[HALVING] {name}", envs[0], [*common, *recipes[name]], recipe.get(name))
     anchors = load_anchors()
     alive, history = list(recipes), []
     for r, at in enumerate(rung_steps(steps, eta, rungs)):
-        train_games([GameRun(env, root / name / game_name(env), [*common, *recipes[name]],
+        train_games([GameRun(env, root / name / game_name(env), pinned_args(env, [*common, *recipes[name]],
+                                                                            recipe.get(name)),
                              f"[HALVING] rung {r + 1}/{rungs} ({at:,} agent steps): {name} on {game_name(env)}",
                              f"{name} on {env}") for name in alive for env in envs], at, None, at_once)
         standings = []

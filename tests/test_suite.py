@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench import suite as S
+from bench import suite_runs as R
 from config_optimized import ConfigError
 from tests.proc_utils import CATCH, ROOT, env_for, marked_processes, read_until
 
@@ -77,21 +78,21 @@ def test_suite_refuses_what_it_sets_itself_and_bad_lengths():
         S.check_suite_args("atari5", [], 0, None)
     with pytest.raises(ConfigError, match="ALE/BattleZone-v5: .*--lr"):
         S.check_suite_args("atari5", ["--lr", "-1"], 500_000, None)
-    assert S.suite_dir_name("atari5", []) == "suite-atari5"
-    assert S.suite_dir_name("atari5", ["--seed", "2"]) == "suite-atari5_seed_2"
-    long = S.suite_dir_name("atari5", ["--learning-starts", "500", "--buffer-size", "20000", "--lr", "1e-3"])
-    assert len(long) == len("suite-atari5_") + 10 and long != S.suite_dir_name("atari5", ["--lr", "1e-3"])
+    assert R.suite_dir_name("atari5", []) == "suite-atari5"
+    assert R.suite_dir_name("atari5", ["--seed", "2"]) == "suite-atari5"  # each seed is a folder inside
+    long = R.suite_dir_name("atari5", ["--learning-starts", "500", "--buffer-size", "20000", "--lr", "1e-3"])
+    assert len(long) == len("suite-atari5_") + 10 and long != R.suite_dir_name("atari5", ["--lr", "1e-3"])
 
 
 def test_a_suite_folder_is_not_continued_with_other_options(tmp_path):
-    S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
-    S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
+    R.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
+    R.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
     with pytest.raises(ConfigError, match="other options"):
-        S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 1_000_000, "minutes": None, "train_args": []})
+        R.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 1_000_000, "minutes": None, "train_args": []})
 
 
-def _write_games(d: Path, name: str, scores_per_window: list[float], games_per_window: int = 4):
-    run = d / name
+def _write_games(d: Path, name: str, scores_per_window: list[float], games_per_window: int = 4, seed: int = 1):
+    run = d / f"seed{seed}" / name
     run.mkdir(parents=True)
     rows, wall = [], 0.0
     for i, score in enumerate(scores_per_window):
@@ -111,7 +112,7 @@ def test_shared_with_names_how_a_game_shared_the_machine():
 
 def test_report_scores_windows_and_the_iqm_beside_the_anchors(tmp_path):
     a = S.load_anchors()["games"]
-    S.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
+    R.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
     # each Atari-5 game at its own human score in window 1 and random in window 2; Pong half-way
     for name in S.IQM_GAMES:
         _write_games(tmp_path, name, [a[name]["human"], a[name]["random"]])
@@ -124,18 +125,18 @@ def test_report_scores_windows_and_the_iqm_beside_the_anchors(tmp_path):
     bz = rep["games"]["BattleZone"]["windows"]
     assert bz[1]["minutes"] == pytest.approx(8.0)  # the 8th game ended exactly at 500k, 8 minutes in
     md = (tmp_path / "suite_report.md").read_text()
-    assert "Window 0k-250k: ours above CNN QR-DQN on 5 of 5" in md
+    assert "Window 0k-250k: ours (mean over seeds) above CNN QR-DQN on 5 of 5" in md
     # at random play only DoubleDunk is above CNN QR-DQN, whose 250k-500k mean (-20.4) is below random
-    assert "Window 250k-500k: ours above CNN QR-DQN on 1 of 5 finished Atari-5 games (DoubleDunk)" in md
+    assert "Window 250k-500k: ours (mean over seeds) above CNN QR-DQN on 1 of 5 finished Atari-5 games (DoubleDunk)" in md
     assert (tmp_path / "suite_report.png").stat().st_size > 10_000
     assert "Trained side by side" not in md  # no game recorded another run beside it
     # a game whose epochs ended beside another run (a second suite process): its minutes are a share
-    (tmp_path / "Phoenix" / "metrics.jsonl").write_text("".join(
+    (tmp_path / "seed1" / "Phoenix" / "metrics.jsonl").write_text("".join(
         json.dumps({"agent_steps": s, "other_runs": n}) + "\n" for s, n in ((250_000, 0), (500_000, 1))))
     md = S.report_markdown(S.suite_report(tmp_path))
     assert "Trained side by side: Phoenix (up to 1 other training run beside it);" in md
     # a game not yet played leaves the IQM open rather than averaging four games
-    for f in (tmp_path / "Qbert").iterdir():
+    for f in (tmp_path / "seed1" / "Qbert").iterdir():
         f.unlink()
     rep = S.suite_report(tmp_path)
     assert rep["iqm"][0]["ours"] is None and rep["games"]["Qbert"]["windows"] == []
@@ -159,20 +160,20 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     out, _ = proc.communicate(timeout=120)
     out = "".join(lines) + out
     assert proc.returncode == 130, out
-    assert "stopped by SIGTERM during tests.catch_env:Catch-v0" in out
+    assert "stopped by SIGTERM during tests.catch_env:Catch-v0 seed 1" in out
     (suite_dir,) = tmp_path.glob("suite-quick_*")
-    first = suite_dir / "Catch"
-    assert not (suite_dir / "CountingCatch").exists()
+    first = suite_dir / "seed1" / "Catch"
+    assert not (suite_dir / "seed1" / "CountingCatch").exists()
     assert (suite_dir / "suite_report.md").exists()
-    state, counters = S.game_state(first, 1500, None)
+    state, counters = R.game_state(first, 1500, None)
     assert state == "resume" and 0 < counters["agent_steps"] < 1500
 
     out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
     assert f"resumed at {counters['agent_steps']:,} agent steps" in out
-    assert "tests.catch_env:CountingCatch-v0: started" in out
+    assert "tests.catch_env:CountingCatch-v0 seed 1: started" in out
     for name in ("Catch", "CountingCatch"):
-        assert S.game_state(suite_dir / name, 1500, None)[0] == "done"
-        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["counters"]["agent_steps"] >= 1500
+        assert R.game_state(suite_dir / "seed1" / name, 1500, None)[0] == "done"
+        assert json.loads((suite_dir / "seed1" / name / R.GAME_FILE).read_text())["counters"]["agent_steps"] >= 1500
     rep = json.loads((suite_dir / "suite_report.json").read_text())
     assert all(g["windows"][0]["games"] > 0 for g in rep["games"].values())
 
@@ -202,29 +203,29 @@ def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_p
     out, _ = proc.communicate(timeout=120)
     out = "".join(lines) + out
     assert proc.returncode == 130, out
-    assert "2 games at once" in out and "tests.catch_env:Catch-v0: started" in out
-    assert "tests.catch_env:CountingCatch-v0: started" in out
+    assert "2 games at once" in out and "tests.catch_env:Catch-v0 seed 1: started" in out
+    assert "tests.catch_env:CountingCatch-v0 seed 1: started" in out
     # each learner gets its share of the threads one game alone would have (2-thread learners side
     # by side on 2 cores stall each other at every parallel step)
-    share = S.learner_threads_beside("tests.catch_env:Catch-v0", opts, 2)
-    alone = S.learner_threads_beside("tests.catch_env:Catch-v0", opts, 1)
+    share = R.learner_threads_beside("tests.catch_env:Catch-v0", opts, 2)
+    alone = R.learner_threads_beside("tests.catch_env:Catch-v0", opts, 1)
     assert alone == [] and share[0] == "--learner-threads" and 1 <= int(share[1]) <= max(1, os.cpu_count() // 2)
-    started = re.findall(r"\[SUITE\] \S+: started: .*", out)
+    started = re.findall(r"\[SUITE\] \S+ seed 1: started: .*", out)
     assert len(started) == 2 and all(line.endswith(" ".join(share)) for line in started), out
     (suite_dir,) = tmp_path.glob("suite-quick_*")
     stopped = re.search(r"stopped by SIGTERM during (.*) \(each run", out)
     assert stopped, out
     running = set(stopped.group(1).split(", "))  # a game may reach its 1,500 steps before the signal
-    assert running and running <= {"tests.catch_env:Catch-v0", "tests.catch_env:CountingCatch-v0"}, out
+    assert running and running <= {"tests.catch_env:Catch-v0 seed 1", "tests.catch_env:CountingCatch-v0 seed 1"}, out
 
     out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
     assert out.count(": done (") == 2, out
-    resumed = re.findall(r"\[SUITE\] (\S+): resumed at .*", out)
+    resumed = re.findall(r"\[SUITE\] (\S+ seed 1): resumed at .*", out)
     assert set(resumed) == running, out  # each game the signal stopped, and only those
-    resumed = re.findall(r"\[SUITE\] \S+: resumed at .*", out)
+    resumed = re.findall(r"\[SUITE\] \S+ seed 1: resumed at .*", out)
     assert all(line.endswith(" ".join(share)) for line in resumed), out
     for name in ("Catch", "CountingCatch"):
-        assert json.loads((suite_dir / name / S.GAME_FILE).read_text())["games_at_once"] == 2
+        assert json.loads((suite_dir / "seed1" / name / R.GAME_FILE).read_text())["games_at_once"] == 2
     md = (suite_dir / "suite_report.md").read_text()
     assert "Trained side by side: Catch (2 at once), CountingCatch (2 at once)" in md
     deadline = time.time() + 10
@@ -239,12 +240,15 @@ def test_a_game_that_fails_stops_the_games_beside_it(tmp_path, monkeypatch, mark
     the error names the one that failed; no child outlives the suite."""
     monkeypatch.setenv("DQN_TEST_MARK", mark)
     opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
-    runs = [S.GameRun("tests.catch_env:Catch-v0", tmp_path / "Catch", opts, "[SUITE] catch", "the good run"),
-            S.GameRun("tests.catch_env:CountingCatch-v0", tmp_path / "Bad", [*opts, "--lr", "-1"], "[SUITE] bad",
+    runs = [R.GameRun("tests.catch_env:Catch-v0", tmp_path / "Catch", opts, "[SUITE] catch", "the good run"),
+            R.GameRun("tests.catch_env:CountingCatch-v0", tmp_path / "Bad", [*opts, "--lr", "-1"], "[SUITE] bad",
                       "the bad run")]
     with pytest.raises(RuntimeError, match=r"the bad run exited with code 2; its log is .*the good run stopped with it"):
-        S.train_games(runs, 100_000, None, at_once=2)
-    assert S.game_state(tmp_path / "Catch", 100_000, None)[0] != "done"
+        R.train_games(runs, 100_000, None, at_once=2)
+    assert R.game_state(tmp_path / "Catch", 100_000, None)[0] != "done"
+    deadline = time.time() + 10  # each run's resource tracker outlives it for a moment
+    while marked_processes(mark) and time.time() < deadline:
+        time.sleep(0.1)
     assert marked_processes(mark) == [], "a run outlived the suite"
 
 
@@ -253,21 +257,21 @@ def test_a_finished_game_kept_without_its_checkpoint_counts_as_done(tmp_path):
     or replay) is read and continued, not trained again."""
     run = tmp_path / "BattleZone"
     run.mkdir()
-    assert S.game_state(run, 500_000, None)[0] == "new"
-    S.mark_done(run, "ALE/BattleZone-v5", {"agent_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
-    assert S.game_state(run, 500_000, None) == ("done", {"agent_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
-    assert S.game_state(run, 1_000_000, None)[0] == "new"  # a longer suite trains it again from the start
+    assert R.game_state(run, 500_000, None)[0] == "new"
+    R.mark_done(run, "ALE/BattleZone-v5", {"agent_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
+    assert R.game_state(run, 500_000, None) == ("done", {"agent_steps": 500_004, "wall_s": 2500.0, "episodes": 300})
+    assert R.game_state(run, 1_000_000, None)[0] == "new"  # a longer suite trains it again from the start
 
 
 def test_suite_games_trains_only_those_in_the_same_folder(tmp_path, capsys):
     """``--games`` picks the suite's games to train now; the folder is the suite's own, so a finished
     game there is read and the game left out is not started (it would train for a minute here)."""
-    suite_dir = tmp_path / S.suite_dir_name("quick", [])
-    (suite_dir / "CountingCatch").mkdir(parents=True)
-    S.mark_done(suite_dir / "CountingCatch", "tests.catch_env:CountingCatch-v0", {"agent_steps": 2_500, "wall_s": 9.0})
+    suite_dir = tmp_path / R.suite_dir_name("quick", [])
+    (suite_dir / "seed1" / "CountingCatch").mkdir(parents=True)
+    R.mark_done(suite_dir / "seed1" / "CountingCatch", "tests.catch_env:CountingCatch-v0", {"agent_steps": 2_500, "wall_s": 9.0})
     assert S.run_suite("quick", [], 2_500, None, str(tmp_path), games="CountingCatch") == suite_dir
-    assert not (suite_dir / "Catch").exists()
-    assert "CountingCatch-v0: done (2,500 agent steps" in capsys.readouterr().out
+    assert not (suite_dir / "seed1" / "Catch").exists()
+    assert "CountingCatch-v0 seed 1: done (2,500 agent steps" in capsys.readouterr().out
     with pytest.raises(ConfigError, match="Pong not in suite quick"):
         S.run_suite("quick", [], 2_500, None, str(tmp_path), games="Catch,Pong")
 
@@ -329,8 +333,8 @@ def test_suite_halving_screens_recipes_and_continues_the_winner(tmp_path, mark):
     (kept,) = first["kept"]
     assert [s["recipe"] for s in second["standings"]] == [kept] and res["winner"] == kept
     dropped = ({"defaults", "no_learning"} - {kept}).pop()
-    assert S.game_state(root / kept / "Catch", 2000, None)[0] == "done"
-    assert S.game_state(root / dropped / "Catch", 2000, None)[0] == "resume"  # stopped at the first rung
+    assert R.game_state(root / kept / "Catch", 2000, None)[0] == "done"
+    assert R.game_state(root / dropped / "Catch", 2000, None)[0] == "resume"  # stopped at the first rung
     assert not (root / kept / "CountingCatch").exists()  # not in --games
     assert proc.stdout.count("--resume") == 1  # the winner's game, continued from its checkpoint
     assert "samples per agent step" in proc.stdout

@@ -1,0 +1,279 @@
+"""``--suite mario``: the Mario preset on one stage (1-1 unless ``--env`` names another), one run
+per seed, each judged the way a user judges the agent it leaves: its kept weights (``best_eval.pt``,
+else the last checkpoint) played again on fresh games, ``EVAL_GAMES`` greedy and as many at
+epsilon ``NOISY_EPSILON``, with seeds no training or evaluation game of the run used.
+
+The report gives, per seed, the flags and mean distance of both plays, the agent steps and
+minutes to the kept weights, and where each game that missed the flag ended: a plot of the x
+position at which Mario died or stood until the clock ran out, against the agent steps the game
+lasted (a game that stood sits at the top, near the clock's ~2,000 agent steps), so the obstacle
+that kills a policy is seen. Runs train in ``SUITE_DIR/seedN/STAGE`` (bench/suite_runs.py: resumable,
+``--games-at-once``, one recipe per folder); a run that stopped itself with a finished agent
+(``--stop-at-flag``) is done. Judged per agent step: the replay ratio holds both ways, so seeds
+trained side by side learn per agent step as alone; their minutes are each a share of the machine."""
+from __future__ import annotations
+
+import os
+import statistics
+from pathlib import Path
+
+from config_optimized import ConfigError
+
+from .suite_runs import (GAME_FILE, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir, game_name, mark_done,
+                         minutes_at, parse_seeds, pinned_args, read_json, recipe_text, resolved_recipe, run_record,
+                         say_pinned, suite_dir_name, train_games, trained_on, without_seed)
+from .time_to_score import training_config
+
+STAGE = "SuperMarioBros-1-1-v0"
+STEPS = 800_000            # what 60 minutes play on a 2-core AMD EPYC Zen 5 in bf16
+EVAL_GAMES = 10            # games per play of the kept weights
+NOISY_EPSILON = 0.05       # the noisy play's epsilon (CleanRL's evaluation epsilon)
+# Seeds of the final plays: training's env seeds are the run's seed plus small offsets
+# (pipeline/collector.py), its evaluations' the seed plus agent steps (and 1,000,003 more for a
+# confirmation): these lie above all of them.
+EVAL_SEED_BASE = 900_000_000
+EVAL_FILE = "suite_eval.json"  # a seed's final plays, beside its run; redone only when its kept weights change
+REPORT_NAMES = ("suite_report.json", "suite_report.md", "suite_report.png")
+
+
+def play_seeds(seed: int) -> dict[str, int]:
+    """The first game seed of each final play of a run of ``seed``: apart from each other and
+    from every game the run played."""
+    return {"greedy": EVAL_SEED_BASE + 1_000 * seed, "noisy": EVAL_SEED_BASE + 1_000 * seed + 500}
+
+
+def check_mario_args(env: str, train_args: list[str], steps: int, minutes: float | None,
+                     seeds: str | None) -> list[int]:
+    """The stage and options checked as the training script checks them, before any run starts."""
+    from wrappers.registry import is_mario
+
+    from .suite import check_lengths, check_own_flags
+
+    if not is_mario(env):
+        raise ConfigError(f"--suite mario --env {env}: not a Super Mario Bros id; give a stage such as "
+                          "SuperMarioBros-2-1-v0, or drop --env for 1-1")
+    check_lengths(steps, minutes)
+    check_own_flags(train_args)
+    picked = parse_seeds(seeds, train_args)
+    training_config(["--env", env, *train_args])
+    return picked
+
+
+def mario_suite_dir(env: str, train_args: list[str], runs_dir: str) -> Path:
+    """``RUNS_DIR/suite-mario[_OPTIONS]``; another stage than 1-1 is part of the name (suite-mario-2-1)."""
+    stage = "" if env == STAGE else "-" + env.removeprefix("SuperMarioBros-").split("-v")[0]
+    return Path(runs_dir).resolve() / suite_dir_name(f"mario{stage}", train_args)
+
+
+def run_mario_suite(train_args: list[str], steps: int, minutes: float | None, runs_dir: str, env: str = STAGE,
+                    seeds: str | None = None, at_once: int = 1, episodes: int = EVAL_GAMES) -> Path:
+    """Train each seed that has not finished (``at_once`` at a time), then play each finished
+    seed's kept weights again; returns the suite's folder."""
+    picked = check_mario_args(env, train_args, steps, minutes, seeds)
+    if episodes < 1:
+        raise ConfigError(f"--play-games {episodes}: play at least one game, e.g. --play-games 10")
+    train_args = without_seed(train_args)
+    suite_dir = mario_suite_dir(env, train_args, runs_dir)
+    started = [d for d in sorted(suite_dir.glob("seed*/*")) if d.is_dir()]
+    recipe = claim_suite_dir(suite_dir, {"suite": "mario", "env": env, "steps": steps, "minutes": minutes,
+                                         "train_args": train_args}, resolved_recipe(env, train_args), started)
+    say_pinned("[SUITE]", env, train_args, recipe)
+    runs = [GameRun(env, game_dir(suite_dir, seed, env), pinned_args(env, [*train_args, "--seed", str(seed)], recipe),
+                    f"[SUITE] {env} seed {seed}", f"{env} seed {seed}") for seed in picked]
+    if at_once > 1:
+        print(f"[SUITE] {min(at_once, len(runs))} seeds at once: each run's minutes are its share of this machine",
+              flush=True)
+    done: list[tuple[GameRun, int]] = []
+
+    def finished(run: GameRun, counters: dict) -> None:
+        mark_done(run.run_dir, run.env, counters, at_once)
+        print(f"[SUITE] {run.what}: done ({counters.get('agent_steps', 0):,} agent steps, "
+              f"{counters.get('wall_s', 0) / 60:.1f} min)", flush=True)
+        done.append((run, int(run.run_dir.parent.name[4:])))
+    train_games(runs, steps, minutes, at_once, finished)
+    for run, seed in done:
+        play_kept_weights(run.run_dir, seed, tag=f"[SUITE] {run.what}", episodes=episodes)
+    return suite_dir
+
+
+def kept_weights(run_dir: Path) -> Path:
+    """What a user plays: best_eval.pt (the best confirmed evaluation), else the last checkpoint."""
+    from pipeline.records.files import BEST_EVAL_NAME, CHECKPOINT_NAME
+
+    best = run_dir / BEST_EVAL_NAME
+    if best.is_file():
+        return best
+    if (run_dir / CHECKPOINT_NAME).is_file():
+        return run_dir / CHECKPOINT_NAME
+    raise ConfigError(f"{run_dir} keeps no weights (no best_eval.pt or checkpoint.pt) to play; delete {run_dir} "
+                      "to train that seed again")
+
+
+def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: int = EVAL_GAMES) -> dict:
+    """The kept weights played on ``episodes`` fresh games greedy and as many at ``NOISY_EPSILON``,
+    written to ``EVAL_FILE`` (whole or not at all); a file of the same weights is only read."""
+    from pipeline.evaluation.evaluate import evaluate, weights_digest
+    from pipeline.records import checkpoint as ckpt
+    from pipeline.records.record import write_json
+
+    weights = kept_weights(run_dir)
+    digest = weights_digest(weights)
+    path = run_dir / EVAL_FILE
+    if path.is_file():
+        kept = read_json(path, "the seed's final plays", f"delete {path} to play them again")
+        if kept.get("weights_sha256") == digest and kept.get("episodes") == episodes:
+            return kept
+    try:
+        state = ckpt.load(weights)
+    except ckpt.CheckpointError as e:
+        raise ConfigError(f"{e}; delete {weights} (or the seed's folder) and run the suite again") from None
+    best = state.get("best") or {}
+    at = best.get("agent_steps", state.get("counters", {}).get("agent_steps"))
+    out = {"weights": weights.name, "weights_sha256": digest, "episodes": episodes, "agent_steps": at}
+    for how, epsilon in (("greedy", 0.0), ("noisy", NOISY_EPSILON)):
+        res = evaluate(weights, episodes, seed=play_seeds(seed)[how], epsilon=epsilon, log=lambda *_: None)
+        out[how] = {"epsilon": epsilon, "seed": play_seeds(seed)[how], "flags": sum(res.flags),
+                    "distance_mean": statistics.fmean(res.distances),
+                    "games": [{"distance": d, "length": n, "flag": f, "return": r}
+                              for d, n, f, r in zip(res.distances, res.lengths, res.flags, res.returns)]}
+        print(f"{tag}: {weights.name} ({at:,} agent steps) at epsilon {epsilon:g}: the flag in "
+              f"{out[how]['flags']} of {episodes} fresh games, mean distance {out[how]['distance_mean']:,.0f}",
+              flush=True)
+    write_json(path, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------- the report
+
+def seed_report(run_dir: Path, steps: int) -> dict:
+    """One seed: how far it trained, its minutes, its kept weights' plays and when they were saved."""
+    from pipeline.records.episodes import read_episodes
+    from pipeline.records.metrics import most_other_runs
+
+    counters, _ = game_counters(run_dir)
+    try:
+        rows = read_episodes(run_dir)
+    except FileNotFoundError:
+        rows = []
+    points = [(r["agent_steps"], r["wall_s"]) for r in rows]
+    if counters:
+        points.append((counters["agent_steps"], counters["wall_s"]))
+    plays = read_json(run_dir / EVAL_FILE, "the seed's final plays", f"delete {run_dir / EVAL_FILE}") \
+        if (run_dir / EVAL_FILE).is_file() else None
+    at = plays.get("agent_steps") if plays else None
+    kept = read_json(run_dir / GAME_FILE, "a finished game's counters", f"delete {run_dir / GAME_FILE}") \
+        if (run_dir / GAME_FILE).is_file() else {}
+    return {"agent_steps": counters.get("agent_steps", 0), "minutes": counters.get("wall_s", 0) / 60 if counters else None,
+            "done": (run_dir / GAME_FILE).is_file(), "plays": plays, "kept_agent_steps": at,
+            "kept_minutes": minutes_at(points, at) if at is not None else None,
+            "trained_on": trained_on(run_record(run_dir)), "games_at_once": kept.get("games_at_once", 1),
+            "other_runs": most_other_runs(run_dir), "steps": steps}
+
+
+def mario_report(suite_dir: str | Path) -> dict:
+    """Every seed's run in the suite's folder: its plays, its kept weights, its minutes."""
+    from .common import machine
+
+    suite_dir = Path(suite_dir)
+    options = read_json(suite_dir / SUITE_FILE, "the suite's options",
+                        "delete it and run the suite again with the options its seeds trained with")
+    recipe = options.pop("recipe", None)
+    seeds = {}
+    for d in sorted(suite_dir.glob("seed*"), key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else -1):
+        run_dir = d / game_name(options["env"])
+        if d.name[4:].isdigit() and run_dir.is_dir():
+            seeds[d.name[4:]] = seed_report(run_dir, options["steps"])
+    played = [s["plays"]["episodes"] for s in seeds.values() if s["plays"]]
+    return {"suite": "mario", "env": options["env"], "options": options, "recipe": recipe,
+            "recipe_text": recipe_text(recipe, options["env"]), "seeds": seeds,
+            "episodes": played[0] if played else EVAL_GAMES,
+            "noisy_epsilon": NOISY_EPSILON, "machine": machine()}
+
+
+def _n(x, fmt="{:,.0f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def mario_markdown(rep: dict) -> str:
+    o = rep["options"]
+    lines = [f"Suite mario on {rep['env']}: each seed's kept weights played again on {rep['episodes']} fresh games "
+             f"greedy and {rep['episodes']} at epsilon {rep['noisy_epsilon']:g}. Recipe: {rep['recipe_text']} "
+             f"(options: {' '.join(o['train_args']) or 'none'}), {o['steps']:,} agent steps a seed"
+             + (f" or {o['minutes']:g} min" if o.get("minutes") else "") + ".", "",
+             "| seed | flags greedy | flags at epsilon | mean distance greedy / at epsilon | kept weights: agent steps "
+             "(minutes) | trained: agent steps (minutes) |",
+             "|---|---|---|---|---|---|"]
+    for seed, s in rep["seeds"].items():
+        p = s["plays"] or {}
+        g, e = p.get("greedy"), p.get("noisy")
+        lines.append(f"| {seed} | {_n(g and g['flags'])}/{rep['episodes']} | {_n(e and e['flags'])}/{rep['episodes']} | "
+                     f"{_n(g and g['distance_mean'])} / {_n(e and e['distance_mean'])} | "
+                     f"{_n(s['kept_agent_steps'])} ({_n(s['kept_minutes'], '{:.1f}')}) | "
+                     f"{_n(s['agent_steps'])} ({_n(s['minutes'], '{:.1f}')}){'' if s['done'] else ' *'} |")
+    lines += ["", "`*`: still training; its plays, if any, are of weights kept so far.", ""]
+    for seed, s in rep["seeds"].items():
+        for how in ("greedy", "noisy"):
+            play = (s["plays"] or {}).get(how)
+            if play:
+                ends = sorted(f"x {g['distance']:,.0f} ({g['length']:,} steps)" for g in play["games"] if not g["flag"])
+                lines.append(f"Seed {seed}, {'greedy' if how == 'greedy' else 'epsilon ' + format(play['epsilon'], 'g')}: "
+                             f"missed the flag at {', '.join(ends) if ends else 'no game'}.")
+    machines: dict[str, list[str]] = {}
+    for seed, s in rep["seeds"].items():
+        if s["trained_on"]:
+            machines.setdefault(s["trained_on"], []).append(seed)
+    lines.append("")
+    for where, names in machines.items():
+        lines.append(f"Trained on: {where} (seed {', '.join(names)}).")
+    shared = [seed for seed, s in rep["seeds"].items() if s["games_at_once"] > 1 or s["other_runs"] > 0]
+    if shared:
+        lines.append(f"Shared the machine: seed {', '.join(shared)} (beside other training runs): their minutes "
+                     "are each a share of the machine, their agent steps as alone.")
+    return "\n".join(lines)
+
+
+def plot_game_ends(rep: dict, path: str | Path) -> None:
+    """Where the games that missed the flag ended: x position against the agent steps the game
+    lasted, greedy and at epsilon side by side, one colour per seed; the flags counted in each
+    panel's title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharex=True, sharey=True)
+    for ax, how in zip(axes, ("greedy", "noisy")):
+        flags = total = 0
+        for k, (seed, s) in enumerate(rep["seeds"].items()):
+            play = (s["plays"] or {}).get(how)
+            if not play:
+                continue
+            flags, total = flags + play["flags"], total + len(play["games"])
+            miss = [g for g in play["games"] if not g["flag"]]
+            ax.scatter([g["distance"] for g in miss], [g["length"] for g in miss], s=30, alpha=0.75,
+                       color=f"C{k}", label=f"seed {seed}: {play['flags']}/{len(play['games'])} flags")
+        what = "greedy" if how == "greedy" else f"epsilon {rep['noisy_epsilon']:g}"
+        ax.set_title(f"{what}: {flags} of {total} games reached the flag", fontsize=10)
+        ax.set_xlabel("x position where the game ended")
+        ax.grid(alpha=0.3)
+        if total:
+            ax.legend(fontsize=8, loc="upper left")
+    axes[0].set_ylabel("agent steps the game lasted\n(top: stood until the clock ran out)")
+    fig.suptitle(f"Where the kept weights' games ended without the flag ({rep['env']})", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write_mario_report(suite_dir: str | Path) -> dict:
+    from pipeline.records.record import write_json
+
+    suite_dir = Path(suite_dir)
+    rep = mario_report(suite_dir)
+    js, md, png = (suite_dir / n for n in REPORT_NAMES)
+    write_json(js, rep)
+    tmp = md.with_suffix(".md.tmp")
+    tmp.write_text(mario_markdown(rep) + "\n")
+    os.replace(tmp, md)
+    plot_game_ends(rep, png)
+    return rep
