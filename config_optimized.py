@@ -143,6 +143,9 @@ class LearnerConfig:
     channels_last: bool = doc("channels_last (NHWC) memory format for the convs (CUDA, and CPU bf16 via oneDNN)", False)
     learner_threads: int = doc("torch threads in the learner process; 0 = the profile's choice (cpu-small: all "
                                "cores, others: cores left after collectors)", 0)
+    follow_free_cores: bool = doc("on a CPU learner, use fewer of those threads while other processes hold cores "
+                                  "(read from /proc every few seconds), and all of them again once the cores free; "
+                                  "false keeps them fixed", True)
 
     @property
     def effective_batch(self) -> int:

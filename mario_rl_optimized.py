@@ -241,5 +241,16 @@ def cli(argv=None) -> int:
     return 2
 
 
+def run_script(argv: list[str] | None = None) -> int:
+    """``main`` as the script runs it: a Ctrl-C (or a suite's SIGINT) that comes before the run has
+    set up its own handlers, while it imports or resolves its settings, ends it with one line and
+    exit code 130, not a KeyboardInterrupt traceback; once they are set, a run stops cleanly itself."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("[MAIN] Stopped by Ctrl-C while starting, before training began", file=sys.stderr, flush=True)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script())

@@ -27,7 +27,7 @@ from config_optimized import ConfigError
 
 from .suite_runs import (GAME_FILE, OWN_FLAGS, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir,
                          game_name, mark_done, minutes_at, parse_seeds, pinned_args, read_json, recipe_text,
-                         resolved_recipe, run_record, say_pinned, suite_dir_name, train_games, trained_on, without_seed)
+                         recipe_args, resolved_recipe, run_record, say_pinned, suite_dir_name, train_games, trained_on, without_seed)
 from .suite_stats import iqm, iqm_interval
 from .time_to_score import training_config
 
@@ -112,7 +112,8 @@ def run_suite(suite: str, train_args: list[str], steps: int, minutes: float | No
     suite_dir = Path(runs_dir).resolve() / suite_dir_name(suite, train_args)
     refuse_old_layout(suite_dir, list(SUITES[suite]))
     started = [d for d in sorted(suite_dir.glob("seed*/*")) if d.is_dir()]
-    recipe = claim_suite_dir(suite_dir, {"suite": suite, "steps": steps, "minutes": minutes, "train_args": train_args},
+    recipe = claim_suite_dir(suite_dir, {"suite": suite, "steps": steps, "minutes": minutes,
+                                         "train_args": recipe_args(train_args)},
                              resolved_recipe(SUITES[suite][0], train_args), started)
     say_pinned("[SUITE]", envs[0], train_args, recipe)
     runs = [GameRun(env, game_dir(suite_dir, seed, env), pinned_args(env, [*train_args, "--seed", str(seed)], recipe),

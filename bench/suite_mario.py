@@ -20,7 +20,7 @@ from pathlib import Path
 from config_optimized import ConfigError
 
 from .suite_runs import (GAME_FILE, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir, game_name, mark_done,
-                         minutes_at, parse_seeds, pinned_args, read_json, recipe_text, resolved_recipe, run_record,
+                         minutes_at, parse_seeds, pinned_args, read_json, recipe_args, recipe_text, resolved_recipe, run_record,
                          say_pinned, suite_dir_name, train_games, trained_on, without_seed)
 from .time_to_score import training_config
 
@@ -76,7 +76,8 @@ def run_mario_suite(train_args: list[str], steps: int, minutes: float | None, ru
     suite_dir = mario_suite_dir(env, train_args, runs_dir)
     started = [d for d in sorted(suite_dir.glob("seed*/*")) if d.is_dir()]
     recipe = claim_suite_dir(suite_dir, {"suite": "mario", "env": env, "steps": steps, "minutes": minutes,
-                                         "train_args": train_args}, resolved_recipe(env, train_args), started)
+                                         "train_args": recipe_args(train_args)}, resolved_recipe(env, train_args),
+                             started)
     say_pinned("[SUITE]", env, train_args, recipe)
     runs = [GameRun(env, game_dir(suite_dir, seed, env), pinned_args(env, [*train_args, "--seed", str(seed)], recipe),
                     f"[SUITE] {env} seed {seed}", f"{env} seed {seed}") for seed in picked]
@@ -215,7 +216,8 @@ def mario_markdown(rep: dict) -> str:
         for how in ("greedy", "noisy"):
             play = (s["plays"] or {}).get(how)
             if play:
-                ends = sorted(f"x {g['distance']:,.0f} ({g['length']:,} steps)" for g in play["games"] if not g["flag"])
+                ends = [f"x {g['distance']:,.0f} ({g['length']:,} steps)"
+                        for g in sorted(play["games"], key=lambda g: g["distance"]) if not g["flag"]]
                 lines.append(f"Seed {seed}, {'greedy' if how == 'greedy' else 'epsilon ' + format(play['epsilon'], 'g')}: "
                              f"missed the flag at {', '.join(ends) if ends else 'no game'}.")
     machines: dict[str, list[str]] = {}

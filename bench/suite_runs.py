@@ -37,7 +37,7 @@ OWN_FLAGS = ("--env", "--total-steps", "--run-dir", "--resume", "--time-limit", 
 # recipe (the seed apart: a suite trains several).
 NOT_RECIPE = frozenset({
     "env", "total_steps", "seed", "profile", "device", "amp", "amp_dtype", "compile", "cuda_graphs", "channels_last",
-    "learner_threads", "act_bf16", "env_threads", "start_method", "ring_capacity", "max_collector_restarts",
+    "learner_threads", "follow_free_cores", "act_bf16", "env_threads", "start_method", "ring_capacity", "max_collector_restarts",
     "ray_address", "ray_batch", "ray_compress", "consolidation_batch", "prefetch_batches", "target_score",
     "time_limit", "run_dir", "resume", "overwrite", "checkpoint_interval", "save_replay", "tensorboard", "track",
     "wandb_project", "wandb_entity", "epoch_steps", "consolidation_log_interval"})
@@ -79,11 +79,29 @@ def without_seed(train_args: list[str]) -> list[str]:
     return out
 
 
+def recipe_args(train_args: list[str]) -> list[str]:
+    """The training options less the seed and those of ``NOT_RECIPE`` settings (``--learner-threads 1``,
+    ``--compile true``): what names a suite's folder and must match to continue it, so a suite is
+    resumed beside other work, or on another machine, with other speed settings."""
+    from pipeline.settings.cli import flag
+
+    speed = {flag(k) for k in NOT_RECIPE if k != "env"} | {"--seed"}
+    out, skip = [], False
+    for a in train_args:
+        if skip:
+            skip = False
+        elif a in speed:
+            skip = True
+        elif a.split("=")[0] not in speed:
+            out.append(a)
+    return out
+
+
 def suite_dir_name(suite: str, train_args: list[str]) -> str:
-    """The suite's folder under --runs-dir: its name, then its training options (less the seed:
-    each seed is a folder inside), so the defaults and another recipe never share a folder:
-    suite-atari5, suite-mario_replay-ratio_8."""
-    train_args = without_seed(train_args)
+    """The suite's folder under --runs-dir: its name, then its training options that change the
+    recipe (``recipe_args``: not the seed, each seed is a folder inside; not the speed settings),
+    so the defaults and another recipe never share a folder: suite-atari5, suite-mario_replay-ratio_8."""
+    train_args = recipe_args(train_args)
     slug = "_".join(re.sub(r"[^A-Za-z0-9.+-]+", "-", a.lstrip("-")) for a in train_args)
     if len(slug) > 40:  # many options: a digest of them (suite.json in the folder lists them)
         slug = hashlib.sha1("\0".join(train_args).encode()).hexdigest()[:10]

@@ -77,6 +77,8 @@ class Trainer:
         booked (the target score), evaluations polled and started, the time limit."""
         p, run = self.parts, self.cfg.run
         p.collectors.check()
+        if p.thread_share is not None:
+            p.thread_share.poll()
         if p.consolidator.error:
             raise RuntimeError("consolidation thread failed") from p.consolidator.error
         if p.take_games():

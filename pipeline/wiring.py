@@ -35,6 +35,7 @@ from .replay import Replay
 from .ring import Ring
 from .settings.hardware import Hardware, learner_threads, resolve_device, shared_cores_warning
 from .supervisor import Collectors
+from .thread_share import ThreadShare
 
 PLANNED_STOPS = ("total_steps", "time_limit", "target_score", "finished")  # a stop that lets a running evaluation finish
 
@@ -56,6 +57,7 @@ class Pipeline:
     consolidator: Consolidator      # thread: rings -> replay
     prefetcher: Prefetcher          # thread: replay -> batches on the learner's device
     ratio: ReplayRatio              # samples trained per agent step, both ways
+    thread_share: ThreadShare | None = None  # the learner's threads, following the cores other work leaves
 
     # ------------------------------------------------------------------ what the loop asks
     def agent_steps(self) -> int:
@@ -209,8 +211,11 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         f"lr {lr_words(lrn)}, amp {learner.amp_dtype}, compile {lrn.compile}, learner threads {threads}, "
         f"replay {rep.buffer_size:,} x {replay.storage.bytes_per_transition():,.0f} B, "
         f"collector seeds {', '.join(map(str, collectors.seeds))}")
+    # made last, in the learner's thread: torch.set_num_threads sets the team of the thread that calls it
+    share = ThreadShare(threads, hw.cores, torch.set_num_threads, log) \
+        if device.type == "cpu" and lrn.follow_free_cores and threads > 1 else None
     return Pipeline(cfg, device, threads, n_actions, learner, replay, books, evals, control, rings, collectors,
-                    remote, consolidator, prefetcher, ratio)
+                    remote, consolidator, prefetcher, ratio, share)
 
 
 def lr_words(c: LearnerConfig) -> str:

@@ -55,6 +55,7 @@ LAYERS = {
     # 4: Ray collectors and the learner process: its parts wired, its loop, a run
     "pipeline.distributed": 4,
     "pipeline.bf16_probe": 4,  # the training run's start-up measures bf16 before its profile is resolved
+    "pipeline.thread_share": 4,  # the learner's threads following the free cores (reads /proc only)
     "pipeline.wiring": 4,
     "pipeline.trainer": 4,
     "pipeline.run": 4,

@@ -195,3 +195,16 @@ def test_a_damaged_file_in_a_suite_folder_is_one_line_naming_it(tmp_path, damage
     assert "Traceback" not in out.stdout + out.stderr
     (line,) = out.stderr.strip().splitlines()
     assert line.startswith("error: ") and damage in line, line
+
+
+def test_a_ctrl_c_while_a_run_starts_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """A suite passes Ctrl-C on to a child that may still be importing or resolving its settings,
+    before its own handlers are set: the script then ends with one line and 130."""
+    import mario_rl_optimized
+
+    def interrupted(argv=None):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(mario_rl_optimized, "main", interrupted)
+    assert mario_rl_optimized.run_script([]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "[MAIN] Stopped by Ctrl-C while starting, before training began"

@@ -1,0 +1,132 @@
+"""--suite mario: seeds trained as a user trains them, each seed's kept weights played again on
+fresh games, and a report of where the games that missed the flag ended (bench/suite_mario.py)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bench import suite_mario as M
+from bench import suite_runs as R
+from config_optimized import ConfigError
+from pipeline.collector import collector_seed
+from pipeline.evaluation.periodic_eval import CONFIRM_SEED_OFFSET
+from tests.proc_utils import ROOT, env_for, marked_processes
+
+STAGE = "SuperMarioBros-1-1-v0"
+
+
+def test_the_final_plays_use_seeds_no_game_of_the_run_used():
+    seeds = [M.play_seeds(s)[how] for s in range(1, 6) for how in ("greedy", "noisy")]
+    assert len(set(seeds)) == len(seeds)
+    # a play's games take seed, seed + 1, ...: no two plays' ranges of 8 envs and 10 games overlap
+    assert min(b - a for a, b in zip(sorted(seeds), sorted(seeds)[1:])) >= 100
+    training = {collector_seed(s, i, launch) for s in range(1, 6) for i in range(64) for launch in range(100)}
+    evaluations = max(s + steps + CONFIRM_SEED_OFFSET for s in range(1, 6) for steps in range(0, 50_000_001, 50_000))
+    assert max(training) < min(seeds) and evaluations < min(seeds)
+
+
+def test_refuses_a_stage_that_is_not_mario_and_what_the_suite_sets(tmp_path):
+    with pytest.raises(ConfigError, match="not a Super Mario Bros id"):
+        M.check_mario_args("ALE/Pong-v5", [], 800_000, None, None)
+    with pytest.raises(ConfigError, match="--suite sets --total-steps"):
+        M.check_mario_args(STAGE, ["--total-steps", "5"], 800_000, None, None)
+    with pytest.raises(ConfigError, match="--steps"):
+        M.check_mario_args(STAGE, [], 0, None, None)
+    assert M.check_mario_args(STAGE, ["--seed", "4"], 800_000, None, None) == [4]
+    assert M.mario_suite_dir(STAGE, ["--learner-threads", "1"], str(tmp_path)).name == "suite-mario"
+    assert M.mario_suite_dir("SuperMarioBros-2-1-v0", ["--gamma", "0.95"], str(tmp_path)).name == \
+        "suite-mario-2-1_gamma_0.95"
+
+
+def _seed(suite: Path, seed: int, flags: list[bool], steps: int = 800_000, kept_at: int = 600_000) -> Path:
+    run = suite / f"seed{seed}" / "SuperMarioBros-1-1"
+    run.mkdir(parents=True)
+    rows = [{"wall_s": 60.0 * k, "agent_steps": 100_000 * k, "return": 1.0, "length": 300, "distance": 1000.0}
+            for k in range(1, steps // 100_000 + 1)]
+    (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    R.mark_done(run, STAGE, {"agent_steps": steps, "wall_s": 60.0 * steps / 100_000})
+    games = [{"distance": 3161.0 if f else 1300.0 + 100 * i, "length": 400 if f else 2000 - 500 * (i % 2),
+              "flag": f, "return": 300.0} for i, f in enumerate(flags)]
+    plays = {"weights": "best_eval.pt", "weights_sha256": "x", "episodes": len(flags), "agent_steps": kept_at}
+    for how, eps in (("greedy", 0.0), ("noisy", 0.05)):
+        plays[how] = {"epsilon": eps, "seed": M.play_seeds(seed)[how], "flags": sum(flags),
+                      "distance_mean": sum(g["distance"] for g in games) / len(games), "games": games}
+    (run / M.EVAL_FILE).write_text(json.dumps(plays))
+    return run
+
+
+def test_report_gives_flags_kept_weights_and_where_the_games_ended(tmp_path):
+    R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 800_000, "minutes": None,
+                                 "train_args": []}, R.resolved_recipe(STAGE, []))
+    _seed(tmp_path, 1, [True] * 9 + [False])
+    _seed(tmp_path, 2, [True] * 7 + [False] * 3, kept_at=450_000)
+    rep = M.write_mario_report(tmp_path)
+    assert list(rep["seeds"]) == ["1", "2"]
+    assert rep["seeds"]["2"]["kept_agent_steps"] == 450_000
+    assert rep["seeds"]["2"]["kept_minutes"] == pytest.approx(4.5)  # interpolated between the games' ends
+    md = (tmp_path / "suite_report.md").read_text()
+    assert "Recipe: the preset as it is (options: none)" in md
+    assert "| 1 | 9/10 | 9/10 |" in md and "| 2 | 7/10 | 7/10 |" in md
+    assert "| 450,000 (4.5) | 800,000 (8.0) |" in md
+    assert "Seed 2, epsilon 0.05: missed the flag at x 2,000 (1,500 steps), x 2,100 (2,000 steps), " \
+           "x 2,200 (1,500 steps)." in md
+    assert (tmp_path / "suite_report.png").stat().st_size > 10_000
+
+
+def test_a_run_that_stopped_itself_at_a_finished_agent_is_done(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    R.mark_done(run, STAGE, {"agent_steps": 300_000, "wall_s": 900.0})
+    record = {"config": {**R.resolved_recipe(STAGE, []), "env": STAGE}, "git_commit": "0" * 40}
+    (run / "config.json").write_text(json.dumps(record))
+    confirm = {"phase": "confirm", "score": 3161.0, "flags": [True] * 10, "agent_steps": 300_000}
+    (run / "evals.jsonl").write_text(json.dumps({**confirm, "score": 2000.0, "flags": [True] * 5 + [False] * 5})
+                                     + "\n")
+    assert R.game_state(run, 800_000, None)[0] == "new"  # no finished agent yet
+    with open(run / "evals.jsonl", "a") as f:
+        f.write(json.dumps(confirm) + "\n")
+    assert R.game_state(run, 800_000, None)[0] == "done"
+    record["config"]["stop_at_flag"] = False  # told to train on: not done
+    (run / "config.json").write_text(json.dumps(record))
+    assert R.game_state(run, 800_000, None)[0] == "new"
+
+
+@pytest.mark.slow
+def test_mario_suite_trains_plays_the_kept_weights_and_then_only_reads(tmp_path):
+    """Mario 1-1 as a user runs the suite, one seed (3) of a few hundred agent steps: it trains, its
+    kept weights play fresh games greedy and at epsilon 0.05, the report names where they ended;
+    the same command again trains and plays nothing."""
+    mark = uuid.uuid4().hex
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "mario", "--steps", "500", "--seeds", "3",
+           "--play-games", "2", "--runs-dir", str(tmp_path), "--learning-starts", "300", "--replay-ratio", "1",
+           "--epoch-steps", "250", "--checkpoint-interval", "20", "--buffer-size", "20000",
+           "--envs-per-collector", "4", "--eval-interval", "0", "--save-replay", "false"]
+    out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (suite_dir,) = tmp_path.glob("suite-mario_*")
+    for seed in (3,):
+        plays = json.loads((suite_dir / f"seed{seed}" / "SuperMarioBros-1-1" / M.EVAL_FILE).read_text())
+        assert plays["weights"] == "checkpoint.pt" and plays["agent_steps"] >= 500  # no evaluation kept weights
+        for how, eps in (("greedy", 0.0), ("noisy", 0.05)):
+            assert plays[how]["epsilon"] == eps and len(plays[how]["games"]) == 2
+            assert plays[how]["seed"] == M.play_seeds(seed)[how]
+        assert f"SuperMarioBros-1-1-v0 seed {seed}: checkpoint.pt" in out.stdout
+    md = (suite_dir / "suite_report.md").read_text()
+    assert re.search(r"^\| 3 \| [012]/2 \| [012]/2 \|", md, re.M), md
+    assert "Seed 3, greedy: missed the flag at" in md or "| 3 | 2/2 |" in md
+    assert (suite_dir / "suite_report.png").is_file()
+    again = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert again.stdout.count(": done (") == 1 and "mario_rl_optimized.py" not in again.stdout
+    assert "fresh games" not in again.stdout  # the same weights are not played again
+    deadline = time.time() + 10
+    while marked_processes(mark) and time.time() < deadline:
+        time.sleep(0.1)
+    assert marked_processes(mark) == [], "a process of the suite outlived it"
