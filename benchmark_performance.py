@@ -140,7 +140,16 @@ def main(argv=None) -> int:
                             "one; each game's minutes are then its share of the machine, its windows (per agent "
                             "step) the same. Without --learner-threads, each game's learner gets 1/N of the threads "
                             "it would have alone (at least 1)")
+    ap.add_argument("--results", action="store_true",
+                    help="instead: write docs/results.md and the README's results table from the run data under "
+                         "docs/data (only runs whose recipe is today's defaults)")
     args, train_args = ap.parse_known_args(argv)
+    if args.results:
+        from bench.results import write_results
+
+        for path in write_results():
+            print(f"wrote {path}")
+        return 0
     if args.games_at_once < 1 or (args.games_at_once > 1 and not args.suite):
         ap.error(f"--games-at-once {args.games_at_once}: must be 1 or more, and goes with --suite")
     if args.seeds is not None and not args.suite:

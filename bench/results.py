@@ -1,0 +1,313 @@
+"""The results of record: ``python benchmark_performance.py --results`` writes docs/results.md and
+the README's table from the run data committed under docs/data/, and nothing else.
+
+Each source below names its runs' folders and the command that reproduces them. A run counts only
+where the recipe its run record says it started with (every setting that decides what it learns
+per agent step, bench/suite_runs.py) equals what that command resolves to today: a figure of
+another recipe is left out, and the page lists it with the settings that differ. Each figure
+names its seeds, the CPU (or GPU) model and precision, and the commit it ran at."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+from .suite_runs import NOT_RECIPE, recipe_flags, recorded_recipe, resolved_recipe, run_record
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+DATA = DOCS / "data"
+RESULTS = DOCS / "results.md"
+README = DOCS.parent / "README.md"
+BEGIN, END = "<!-- results table: written by benchmark_performance.py --results -->", "<!-- end of results table -->"
+TARGET_PONG = 18.0
+LAST = 20  # games in the rolling mean a Pong score is
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """One result of record: its runs (folders under docs/data, one per seed), the game and the
+    options of the command that made them, and that command as a user types it."""
+    title: str
+    kind: str                 # "atari_suite", "pong_long", "time_to_score", "mario_suite"
+    runs: tuple[str, ...]     # folders under docs/data (a suite: its folder)
+    env: str
+    args: tuple[str, ...]
+    command: str
+
+
+SOURCES = (
+    Source("The Atari-5 suite and Pong at 500k agent steps", "atari_suite", ("suite_atari5_noddqn",),
+           "ALE/Pong-v5", (), "python benchmark_performance.py --suite atari5 --seeds 1,2,3 --games-at-once 2"),
+    Source("Pong `ALE/Pong-v5` (sticky actions 0.25) to 1.3M agent steps", "pong_long",
+           ("pong_v5_noddqn_xeon207_seed1", "pong_v5_noddqn_zen5_seed2"), "ALE/Pong-v5", (),
+           "python mario_rl_optimized.py --env ALE/Pong-v5 --total-steps 1300000 --seed N"),
+    Source("Pong without sticky actions to +18", "time_to_score",
+           ("tts_pong_v5_nosticky_zen5_noddqn_seed1", "tts_pong_v5_nosticky_zen5_noddqn_seed2"), "ALE/Pong-v5",
+           ("--sticky-actions", "0"),
+           "python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --sticky-actions 0 --seed N"),
+    Source("Mario 1-1", "mario_suite", ("suite_mario",), "SuperMarioBros-1-1-v0", (),
+           "python benchmark_performance.py --suite mario --seeds 1,2,3"),
+)
+
+
+def run_facts(run_dir: Path) -> dict:
+    """Seed, machine, precision and commit of a run, from its run record (its first start's)."""
+    record = run_record(run_dir)
+    first = (record.get("previous") or [record])[0]
+    cfg, hw = first.get("config", {}), first.get("hardware", {})
+    where = first.get("hardware_summary", "?").split("; RAM")[0].removeprefix("CPU: ")
+    precision = ("fp16" if hw.get("cuda") else "bf16") if cfg.get("amp") else "fp32"
+    return {"seed": cfg.get("seed"), "machine": re.sub(r", \d+ cores.*", "", where), "precision": precision,
+            "commit": str(first.get("git_commit", "?"))[:7]}
+
+
+def recipe_differs(run_dir: Path, env: str, args: tuple[str, ...]) -> list[str]:
+    """The flags that would make today's command train as ``run_dir`` did; [] where they are the same.
+    The collection settings a hardware profile picks (collectors, envs, replay size) are compared
+    as this machine's profile resolves them, so a GPU run differs there by its profile alone."""
+    rec = recorded_recipe(run_dir)
+    if rec is None:
+        return ["(no run record)"]
+    now = resolved_recipe(env, list(args))
+    return recipe_flags({k: v for k, v in rec.items() if k not in NOT_RECIPE}, now)
+
+
+def episodes(run_dir: Path) -> list[dict]:
+    from pipeline.records.episodes import read_episodes
+
+    try:
+        return read_episodes(run_dir)
+    except FileNotFoundError:
+        return []
+
+
+def first_reached(rows: list[dict], target: float, n: int = LAST) -> dict | None:
+    """The game at whose end the mean return of the last ``n`` games first reached ``target``."""
+    window: list[float] = []
+    for r in rows:
+        window = (window + [r["return"]])[-n:]
+        if len(window) == n and sum(window) / n >= target:
+            return r
+    return None
+
+
+def rolling(rows: list[dict], n: int = LAST) -> list[tuple[int, float]]:
+    out, window = [], []
+    for r in rows:
+        window = (window + [r["return"]])[-n:]
+        if len(window) == n:
+            out.append((r["agent_steps"], sum(window) / n))
+    return out
+
+
+def fmt(x) -> str:
+    return "-" if x is None else f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
+
+
+def signed(x) -> str:
+    return "-" if x is None else f"{x:+.2f}"
+
+
+def seeds_text(facts: list[dict]) -> str:
+    """"seeds 1 (Xeon ..., bf16, abc1234), 2 (...)"."""
+    return "; ".join(f"seed {f['seed']}: {f['machine']}, {f['precision']}, commit {f['commit']}" for f in facts)
+
+
+# ------------------------------------------------------------------------------ each kind
+
+def atari_suite(src: Source) -> dict:
+    from . import suite as S
+
+    suite_dir = DATA / src.runs[0]
+    rep = S.suite_report(suite_dir)
+    folders = S.seed_folders(suite_dir, rep["options"])
+    runs = [folder / g for folder in folders.values() for g in rep["games"] if (folder / g).is_dir()]
+    other = {str(r.relative_to(DATA)): d for r in runs if (d := recipe_differs(r, S.SUITES["atari5"][0], src.args))}
+    facts = {run_facts(r)["machine"] + ", " + run_facts(r)["precision"] for r in runs}
+    lines = ["| game | ours, 250k-500k (mean over seeds) | Dopamine CNN QR-DQN | Impala QR-DQN |", "|---|---|---|---|"]
+    above = 0
+    pong_runs = [DATA / r for s in SOURCES if s.kind == "pong_long" for r in s.runs]
+    if not any(len(w) > 1 and w[1]["complete"] for w in [rep["games"]["Pong"]["windows"]]) and pong_runs:
+        # Pong's own runs to 1.3M are of the same recipe and seeds: their first 500k agent steps
+        rep["games"]["Pong"]["windows"] = S.over_seeds(
+            {i: S.seed_run(r, 500_000) for i, r in enumerate(pong_runs) if not recipe_differs(r, "ALE/Pong-v5", ())},
+            2)
+        pong_from = " (Pong: the first 500k agent steps of its runs to 1.3M, below)"
+    else:
+        pong_from = ""
+    for name, g in rep["games"].items():
+        w = g["windows"][1] if len(g["windows"]) > 1 else None
+        ours = w["mean"] if w and w["complete"] else None
+        cnn, impala = g["anchors"].get("CNN QR-DQN", [None] * 2)[1], g["anchors"].get("Impala QR-DQN", [None] * 2)[1]
+        if name in S.IQM_GAMES and ours is not None and ours > cnn:
+            above += 1
+        span = f" [{fmt(w['min'])}, {fmt(w['max'])}]" if w and w.get("seeds", 1) > 1 else ""
+        lines.append(f"| {name} | {fmt(ours)}{span} ({w['seeds'] if w else 0} seed{'s' if w and w['seeds'] != 1 else ''}) "
+                     f"| {fmt(cnn)} | {fmt(impala)} |")
+    row = rep["iqm"][1] if len(rep["iqm"]) > 1 else {}
+    interval = (f", 95% interval [{row['ours_low']:.2f}, {row['ours_high']:.2f}]"
+                if row.get("ours_low") is not None and len(row.get("ours_seeds", [])) > 1 else "")
+    iqm = (f"IQM of human-normalized scores (BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert), 250k-500k: "
+           f"**{row['ours']:.2f}**{interval} over seed{'s' if len(row['ours_seeds']) > 1 else ''} "
+           f"{', '.join(map(str, row['ours_seeds']))}; Dopamine CNN QR-DQN {row['CNN QR-DQN']:.2f}, "
+           f"CNN IQN {row['CNN IQN']:.2f}, Impala QR-DQN {row['Impala QR-DQN']:.2f} (the IQM of their 5-seed means)."
+           if row.get("ours") is not None else "IQM: not every Atari-5 game has finished its 250k-500k window.")
+    return {"lines": lines + ["", iqm, f"Above CNN QR-DQN on {above} of 5 Atari-5 games{pong_from}.",
+                              f"Trained on: {'; '.join(sorted(facts))}."],
+            "other": other, "summary": {"iqm": row.get("ours"), "seeds": row.get("ours_seeds", []), "above": above,
+                                        "cnn": row.get("CNN QR-DQN")}}
+
+
+def pong_long(src: Source) -> dict:
+    lines = ["| seed | last-20 mean at 250k / 500k / 1M / 1.3M agent steps | +15 first at | best | machine |",
+             "|---|---|---|---|---|"]
+    other, kept = {}, []
+    for name in src.runs:
+        run = DATA / name
+        if d := recipe_differs(run, src.env, src.args):
+            other[name] = d
+            continue
+        rows, f = episodes(run), run_facts(run)
+        roll = rolling(rows)
+        at = [next((m for s, m in roll if s >= x), None) for x in (250_000, 500_000, 1_000_000)] + \
+             [roll[-1][1] if roll and roll[-1][0] >= 1_290_000 else None]
+        hit = first_reached(rows, 15.0)
+        best = max((m for _, m in roll), default=None)
+        kept.append({"seed": f["seed"], "hit": hit["agent_steps"] if hit else None, "best": best, "end": at[3]})
+        lines.append(f"| {f['seed']} | {' / '.join(signed(x) for x in at)} | "
+                     + (f"{hit['agent_steps']:,} agent steps" if hit else "not reached")
+                     + f" | {signed(best)} | {f['machine']}, {f['precision']}, commit {f['commit']} |")
+    return {"lines": lines, "other": other, "summary": kept}
+
+
+def time_to_score(src: Source) -> dict:
+    lines = ["| seed | +18 at (minutes, agent steps) | agent steps/s | machine |", "|---|---|---|---|"]
+    other, kept = {}, []
+    for name in src.runs:
+        run = DATA / name
+        if d := recipe_differs(run, src.env, src.args):
+            other[name] = d
+            continue
+        rows, f = episodes(run), run_facts(run)
+        hit = first_reached(rows, TARGET_PONG)
+        rate = hit["agent_steps"] / hit["wall_s"] if hit else None
+        kept.append({"seed": f["seed"], "minutes": hit["wall_s"] / 60 if hit else None,
+                     "steps": hit["agent_steps"] if hit else None, "machine": f"{f['machine']}, {f['precision']}"})
+        lines.append(f"| {f['seed']} | " + (f"{hit['wall_s'] / 60:.1f} min, {hit['agent_steps']:,}" if hit else
+                                           "not reached") +
+                     f" | {fmt(rate)} | {f['machine']}, {f['precision']}, commit {f['commit']} |")
+    return {"lines": lines, "other": other, "summary": kept}
+
+
+def mario_suite(src: Source) -> dict:
+    from . import suite_mario as M
+
+    suite_dir = DATA / src.runs[0]
+    if not (suite_dir / "suite.json").is_file():
+        return {"lines": ["No Mario suite run of today's defaults is in docs/data yet."], "other": {},
+                "summary": []}
+    rep = M.mario_report(suite_dir)
+    lines, other, kept = [], {}, []
+    for line in M.mario_markdown(rep).splitlines():
+        lines.append(line)
+    for seed in rep["seeds"]:
+        run = suite_dir / f"seed{seed}" / "SuperMarioBros-1-1"
+        if d := recipe_differs(run, src.env, src.args):
+            other[str(run.relative_to(DATA))] = d
+        p = rep["seeds"][seed]["plays"] or {}
+        kept.append({"seed": seed, "greedy": (p.get("greedy") or {}).get("flags"),
+                     "noisy": (p.get("noisy") or {}).get("flags"), "episodes": p.get("episodes")})
+    return {"lines": lines, "other": other, "summary": kept}
+
+
+KINDS = {"atari_suite": atari_suite, "pong_long": pong_long, "time_to_score": time_to_score,
+         "mario_suite": mario_suite}
+
+
+def collect() -> list[tuple[Source, dict]]:
+    return [(src, KINDS[src.kind](src)) for src in SOURCES]
+
+
+def readme_table(results: list[tuple[Source, dict]]) -> str:
+    """The README's short table: one line a source, from the same figures as results.md."""
+    out = [BEGIN, "| with the defaults | what they give | seeds |", "|---|---|---|"]
+    for src, res in results:
+        s = res["summary"]
+        if src.kind == "atari_suite":
+            what = (f"IQM {s['iqm']:.2f} of human-normalized scores at 250k-500k agent steps (Dopamine's CNN QR-DQN "
+                    f"{s['cnn']:.2f}); above CNN QR-DQN on {s['above']} of 5 games" if s["iqm"] is not None else "-")
+            seeds = ", ".join(map(str, s["seeds"])) or "-"
+        elif src.kind == "pong_long":
+            hits = [r["hit"] for r in s if r["hit"]]
+            what = (f"+15 (last-20 mean) within {max(hits) / 1e6:.2f}M agent steps on {len(hits)} of {len(s)} seeds; "
+                    f"best {max(r['best'] for r in s):+.2f}" if s else "-")
+            seeds = ", ".join(str(r["seed"]) for r in s) or "-"
+        elif src.kind == "time_to_score":
+            hit = [r for r in s if r["minutes"] is not None]
+            what = (f"+18 in {min(r['minutes'] for r in hit):.1f}-{max(r['minutes'] for r in hit):.1f} min "
+                    f"({min(r['steps'] for r in hit) // 1000}k-{max(r['steps'] for r in hit) // 1000}k agent steps) "
+                    f"on {'; '.join(sorted({r['machine'] for r in hit}))}" if hit else "-")
+            seeds = ", ".join(str(r["seed"]) for r in s) or "-"
+        else:
+            done = [r for r in s if r["greedy"] is not None]
+            what = ("kept weights reach the flag in " + ", ".join(f"{r['greedy']}/{r['episodes']} greedy and "
+                                                                   f"{r['noisy']}/{r['episodes']} at epsilon 0.05"
+                                                                   for r in done) if done else
+                    "not yet measured on the Mario suite")
+            seeds = ", ".join(str(r["seed"]) for r in done) or "-"
+        out.append(f"| [{src.title}](docs/results.md) | {what} | {seeds} |")
+    out.append(END)
+    return "\n".join(out)
+
+
+def results_markdown(results: list[tuple[Source, dict]]) -> str:
+    out = ["# Results of record",
+           "",
+           "What today's defaults give, from the runs kept under [data/](data/), written by "
+           "`python benchmark_performance.py --results` (which also writes the README's table). A run is shown "
+           "only where the recipe its run record started with equals what its command resolves to today; the "
+           "runs left out are listed at the end with the settings that differ. The lab notebook, with every "
+           "measurement and how the recipe was chosen, is [benchmarks.md](benchmarks.md) and "
+           "[history.md](history.md).",
+           "",
+           "Terms: a *score* is the mean raw return of the last 20 whole games; *agent steps* are decisions "
+           "(4 frames each); *sticky actions* (ALE's `-v5` ids) repeat the previous action with probability 0.25 "
+           "at each frame; the *human-normalized* score is (score - random) / (human - random); the *IQM* "
+           "(interquartile mean) averages the middle half of the scores over games and seeds, with a "
+           "stratified-bootstrap interval (Agarwal et al. 2021); *QR-DQN* learns quantiles of the return "
+           "(Dabney et al. 2018). Dopamine's agents are the published 5-seed means under the same sticky actions.",
+           ""]
+    for src, res in results:
+        out += [f"## {src.title}", "", f"`{src.command}`", ""] + res["lines"] + [""]
+    left = [(name, diff) for _, res in results for name, diff in res["other"].items()]
+    out += ["## Runs left out (another recipe)", ""]
+    out += [f"- `data/{name}`: trained with {' '.join(diff)}" for name, diff in left] or ["None."]
+    out += ["", "GPU: no run of today's defaults on a GPU is kept yet; `bench/gpu/check.sh` measures one "
+            "(Pong without sticky actions to +18, the learner's busy share, the collectors' split).", ""]
+    return "\n".join(out)
+
+
+def write_results() -> tuple[Path, Path]:
+    """docs/results.md and the README's table, from the data."""
+    results = collect()
+    RESULTS.write_text(results_markdown(results) + "\n")
+    readme = README.read_text()
+    table = readme_table(results)
+    if BEGIN in readme and END in readme:
+        readme = readme[:readme.index(BEGIN)] + table + readme[readme.index(END) + len(END):]
+    else:
+        raise SystemExit(f"{README} has no results table markers ({BEGIN} ... {END}); put them where the table goes")
+    README.write_text(readme)
+    return RESULTS, README
+
+
+def readme_block() -> str:
+    """The table the README holds now (between the markers)."""
+    text = README.read_text()
+    return text[text.index(BEGIN):text.index(END) + len(END)]
+
+
+def results_json(results) -> str:
+    return json.dumps([{"title": s.title, "summary": r["summary"], "other": r["other"]} for s, r in results],
+                      indent=1, default=str)

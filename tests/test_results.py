@@ -1,0 +1,50 @@
+"""The results of record are written from the data, and the README's table is theirs
+(bench/results.py)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from bench import results as RS
+
+
+def test_readme_table_and_results_page_are_what_the_data_gives():
+    """Fails where someone edits a figure by hand or commits data without running --results."""
+    results = RS.collect()
+    assert RS.readme_block() == RS.readme_table(results), \
+        "README.md's results table differs from the data: run python benchmark_performance.py --results"
+    assert RS.RESULTS.read_text() == RS.results_markdown(results) + "\n", \
+        "docs/results.md differs from the data: run python benchmark_performance.py --results"
+
+
+def test_the_readme_is_a_users_page():
+    text = RS.README.read_text()
+    assert len(text.splitlines()) <= 150
+    import re
+    # a commit hash: 7-40 hex digits with a letter and a digit among them
+    assert not re.search(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", text), "a commit hash in the README"
+
+
+def test_a_run_of_another_recipe_is_left_out_and_named(tmp_path, monkeypatch):
+    src = next(s for s in RS.SOURCES if s.kind == "time_to_score")
+    for name in src.runs:
+        shutil.copytree(RS.DATA / name, tmp_path / name)
+    record = json.loads((tmp_path / src.runs[1] / "config.json").read_text())
+    record["config"]["replay_ratio"] = 4.0
+    (tmp_path / src.runs[1] / "config.json").write_text(json.dumps(record))
+    monkeypatch.setattr(RS, "DATA", tmp_path)
+    res = RS.time_to_score(src)
+    assert [r["seed"] for r in res["summary"]] == [1]
+    assert res["other"] == {src.runs[1]: ["--replay-ratio", "4.0"]}
+    page = RS.results_markdown([(src, res)])
+    assert f"- `data/{src.runs[1]}`: trained with --replay-ratio 4.0" in page
+
+
+def test_pong_scores_are_the_rolling_mean_of_the_last_20_games():
+    rows = [{"return": float(r), "agent_steps": i * 100, "wall_s": i} for i, r in enumerate([10] * 19 + [18] * 30)]
+    hit = RS.first_reached(rows, 14.0)
+    assert hit["agent_steps"] == 2800  # the 29th game: the last 20 are 10 of 10 and 10 of 18, a mean of 14
+    assert RS.first_reached(rows, 19.0) is None
+    assert RS.rolling(rows)[0] == (1900, pytest.approx(10.4))
