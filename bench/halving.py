@@ -21,19 +21,39 @@ from config_optimized import ConfigError
 from .time_to_score import train_subprocess
 
 
+EXAMPLE = "one TOML table per recipe, e.g. [qr51] args = [\"--quantiles\", \"51\"]"
+
+
 def read_recipes(path: str) -> dict[str, list[str]]:
     """A recipes file: one TOML table per recipe with its training options, e.g.
-    ``[qr51]`` / ``args = ["--quantiles", "51"]`` (``args = []``: the defaults)."""
+    ``[qr51]`` / ``args = ["--quantiles", "51"]`` (``args = []``: the defaults). Each recipe's
+    name names its runs' folder (``halving-STAMP-NAME``, ``suite-halving-.../NAME``), so it must
+    be one plain folder name. Every problem is one ConfigError naming it and the fix."""
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except FileNotFoundError:
-        raise ConfigError(f"--halving {path}: no such file; write one TOML table per recipe, e.g. "
-                          "[qr51] args = [\"--quantiles\", \"51\"]") from None
+        raise ConfigError(f"--halving {path}: no such file; write {EXAMPLE}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"--halving {path}: is a directory, not a recipes file; give the TOML file in it "
+                          f"({EXAMPLE})") from None
+    except PermissionError as e:
+        raise ConfigError(f"--halving {path}: cannot be read ({e.strerror}); make it readable (chmod u+r "
+                          f"{path}) or give a copy this user may read") from None
+    except OSError as e:
+        raise ConfigError(f"--halving {path}: cannot be read ({e.strerror or e}); give the recipes file, "
+                          f"{EXAMPLE}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"--halving {path}: is not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
+                          "save it as UTF-8, the encoding TOML requires") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"--halving {path} does not parse as TOML ({e})") from None
     recipes = {}
     for name, table in data.items():
+        if not is_folder_name(name):
+            raise ConfigError(f"--halving {path}: recipe [{name!r}]: its name is not a folder name (a recipe's "
+                              "runs go in a folder of its name inside the search folder); use one plain name (no "
+                              "'/', not '.', '..' or empty, no NUL), e.g. [qr51]")
         args = table.get("args") if isinstance(table, dict) else None
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise ConfigError(f"--halving {path}: recipe [{name}] needs args = [\"--flag\", \"value\", ...] "
@@ -42,6 +62,14 @@ def read_recipes(path: str) -> dict[str, list[str]]:
     if len(recipes) < 2:
         raise ConfigError(f"--halving {path}: {len(recipes)} recipe(s); successive halving needs at least 2")
     return recipes
+
+
+def is_folder_name(name: str) -> bool:
+    """One plain path component: joined to a folder, it names a folder inside it, never the
+    folder itself, its parent, a path below or an absolute path."""
+    seps = {os.sep, os.altsep} - {None}
+    return (name not in ("", ".", "..") and "\0" not in name and not any(s in name for s in seps)
+            and not os.path.isabs(name) and os.path.basename(name) == name)
 
 
 def rung_minutes(first: float, eta: int, rungs: int) -> list[float]:

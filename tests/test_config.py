@@ -301,6 +301,25 @@ def test_collectors_that_cannot_fit_in_memory_are_refused_with_the_largest_count
     assert "--num-collectors 64" in msg and "GiB" in msg and "at most 56 fit" in msg and "1 suit 2 cores" in msg
 
 
+def test_dqn_cores_tells_the_detection_a_core_count(monkeypatch):
+    """DQN_CORES=16: the settings (and the tests) of a 16-core machine on a smaller one; a count
+    that is not one is refused in one line."""
+    from pipeline.settings.hardware import CORES_ENV, detect_cores, detect_hardware
+
+    monkeypatch.setenv(CORES_ENV, "16")
+    machine = detect_hardware()
+    assert detect_cores() == machine.cores == 16
+    if not machine.cuda:
+        res = resolve_config({"env": "ALE/Pong-v5"}, machine)
+        assert res.profile == "cpu-large" and res.cfg.collectors.num_collectors == 7
+    for bad in ("0", "-2", "many", "1.5"):
+        monkeypatch.setenv(CORES_ENV, bad)
+        with pytest.raises(ConfigError, match=f"DQN_CORES='{bad}': give a core count"):
+            detect_cores()
+    monkeypatch.delenv(CORES_ENV)
+    assert detect_cores() == len(os.sched_getaffinity(0))
+
+
 def test_more_collectors_than_cores_warns_with_a_count():
     warnings = validate(Config().replace(num_collectors=3, buffer_size=10_000), hw(2))
     assert any("--num-collectors 1 suits this machine" in w for w in warnings)

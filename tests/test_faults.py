@@ -28,8 +28,8 @@ def _stop(proc, lines, sig=signal.SIGINT):
 @pytest.mark.parametrize("method", ["spawn", "fork"])
 def test_killed_collector_is_reported_and_restarted(tmp_path, method):
     mark, lines = uuid.uuid4().hex, []
-    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--start-method", method, "--total-steps", "1000000000"],
-                 mark)
+    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--start-method", method, "--num-collectors", "1",
+                  "--total-steps", "1000000000"], mark)  # one collector: the one killed is collector 0
     assert read_until(proc, "Learning starts", lines)
     os.kill(collector_pids(mark, proc.pid)[0], signal.SIGKILL)
     assert read_until(proc, "Restarting collector", lines)
@@ -123,18 +123,19 @@ def _wait_gone(pids, seconds: float) -> list:
 
 def test_evaluator_ends_within_a_second_of_a_killed_learner(tmp_path):
     """An OOM kill of the learner mid-evaluation: the evaluator (a long evaluation here), the
-    collectors and multiprocessing's resource tracker all end within about a second."""
+    collectors and multiprocessing's resource tracker all end within about a second. One collector
+    (the profile's count grows with the cores: 7 on 16), so two children mean the evaluator runs."""
     mark, lines = uuid.uuid4().hex, []
-    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--total-steps", "1000000000",
+    proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--num-collectors", "1", "--total-steps", "1000000000",
                   "--eval-interval", "1000", "--eval-episodes", "100000"], mark)
     assert read_until(proc, "Learning starts", lines)
     deadline = time.time() + 60
     while time.time() < deadline and len(collector_pids(mark, proc.pid)) < 2:  # the collector and the evaluator
         time.sleep(0.05)
     children = collector_pids(mark, proc.pid)
-    assert len(children) == 2, "no evaluation started"
-    proc.kill()
+    proc.kill()  # before the count is checked: a failed check must not leave a run training on
     proc.wait(timeout=30)  # not communicate(): a surviving child would hold its stdout open
+    assert len(children) == 2, "no evaluation started"
     left = _wait_gone(marked_processes(mark), 1.5)
     assert not left, f"{left} outlived the killed learner by 1.5 s"
 
@@ -173,8 +174,10 @@ def test_signal_stops_with_checkpoint_and_cleans_up(tmp_path, sig):
 
 def test_env_that_raises_is_reported_restarted_then_stops(tmp_path):
     mark = uuid.uuid4().hex
+    # one collector (the profile's count grows with the cores): collector 0 crashes, is restarted
+    # and crashes again; with more, another's crash would spend the budget the collectors share
     proc, out = run([*CATCH, "--env", "tests.catch_env:CatchCrash-v0", "--run-dir", str(tmp_path / "run"),
-                     "--max-collector-restarts", "1", "--total-steps", "1000000000"], mark)
+                     "--num-collectors", "1", "--max-collector-restarts", "1", "--total-steps", "1000000000"], mark)
     assert "collector 0 (tests.catch_env:CatchCrash-v0) raised RuntimeError: injected emulator fault" in out
     assert "Restarting collector 0 (restart 1/1)" in out
     assert "[MAIN] Error: collector 0 failed and the restart budget (--max-collector-restarts 1) is spent" in out

@@ -41,6 +41,62 @@ def test_a_bad_recipes_file_is_refused_naming_the_problem(tmp_path, text, match)
         read_recipes(str(tmp_path / "missing.toml"))
 
 
+@pytest.mark.parametrize("case, match", [
+    ("directory", r"is a directory, not a recipes file; give the TOML file"),
+    ("not utf-8", r"is not UTF-8 text \(byte 0xff at offset 13\); save it as UTF-8"),
+    ("unreadable", r"cannot be read \(Permission denied\); make it readable"),
+])
+def test_a_recipes_file_that_cannot_be_read_is_refused_in_one_line(tmp_path, monkeypatch, case, match):
+    """A folder, a file in another encoding, a file this user may not read: one ConfigError naming
+    the problem and the fix, not IsADirectoryError, UnicodeDecodeError or PermissionError."""
+    import builtins
+
+    import bench.halving
+
+    path = tmp_path / "recipes.toml"
+    if case == "directory":
+        path.mkdir()
+    elif case == "not utf-8":
+        path.write_bytes('[a]\nargs = ["\xff"]\n[b]\nargs = []\n'.encode("latin-1"))
+    else:  # root (the tests' user) reads any file: the error open() gives a user who may not
+        path.write_text('[a]\nargs = []\n[b]\nargs = []\n')
+
+        def refuse(file, *args, **kwargs):
+            if str(file) == str(path):
+                raise PermissionError(13, "Permission denied", str(file))
+            return builtins.open(file, *args, **kwargs)
+        monkeypatch.setattr(bench.halving, "open", refuse, raising=False)
+    with pytest.raises(ConfigError, match=match) as e:
+        read_recipes(str(path))
+    assert str(e.value).startswith(f"--halving {path}") and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["/abs/dir", "..", ".", "a/b", "", "a\u0000b", "../up"])
+def test_a_recipe_name_that_is_not_a_folder_name_is_refused(tmp_path, name):
+    """Each recipe's runs go in a folder of its name under the search folder: a name that is not one
+    plain path component ("/abs/dir", "..", "a/b", "") would put them elsewhere; refused on reading."""
+    path = tmp_path / "recipes.toml"
+    key = name.replace("\0", "\\u0000")
+    path.write_text(f'["{key}"]\nargs = []\n[good]\nargs = []\n')
+    with pytest.raises(ConfigError, match=r"recipe \[.*\]: its name is not a folder name") as e:
+        read_recipes(str(path))
+    assert repr(name) in str(e.value) and "\n" not in str(e.value)
+    path.write_text('["qr-51_v2.b"]\nargs = []\n[good]\nargs = []\n')  # one plain component, dots and all
+    assert list(read_recipes(str(path))) == ["qr-51_v2.b", "good"]
+
+
+def test_a_bad_recipes_file_or_name_stops_the_command_with_one_line(tmp_path):
+    """As a user meets it: exit code 2, one error line (no traceback), no run folder made."""
+    (tmp_path / "names.toml").write_text('["../escaped"]\nargs = []\n[good]\nargs = []\n')
+    for given in (tmp_path, tmp_path / "names.toml"):  # a folder; a recipe named out of the search folder
+        out = subprocess.run([sys.executable, "benchmark_performance.py", "--time-to-score", "--quick", "--halving",
+                              str(given), "--runs-dir", str(tmp_path / "runs")],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and out.stderr.startswith(f"error: --halving {given}"), out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr
+        assert not (tmp_path / "runs").exists()
+
+
 def test_a_recipe_with_an_unknown_option_is_refused_before_any_run(tmp_path):
     path = tmp_path / "recipes.toml"
     path.write_text('[good]\nargs = ["--lr", "1e-3"]\n[typo]\nargs = ["--lrr", "1e-3"]\n')

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from config_optimized import RESUME_HERE, Config, ConfigError
+from config_optimized import RESUME_HERE, Config, ConfigError, pick_profile
 from pipeline.records.run_folder import latest_run, resolve_run_dir
+from pipeline.settings.hardware import Hardware
 from tests.proc_utils import CATCH, check_clean, run
 
 
@@ -38,6 +39,36 @@ def test_a_folder_holding_a_run_is_refused_without_resume_or_overwrite(tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
     assert resolve_run_dir(Config.of(run_dir=str(empty)), root=tmp_path).run.run_dir == str(empty)
+
+
+def test_overwrite_leaves_nothing_of_the_old_run(tmp_path):
+    """--overwrite clears every file a run writes, each named in pipeline/records/files.py, and the
+    NAME.tmp a write killed before its rename leaves: an old eval_history.jsonl would take the next
+    --eval's rows, an old flag.mp4 film weights the folder no longer holds. Only train.log stays,
+    emptied: the new run holds it open (the real path, open_run)."""
+    from pipeline.records import files
+    from pipeline.run import open_run
+
+    outside = {files.VIDEO_NAME, files.MODEL_CARD_NAME, files.LATEST_LINK}  # the Hub upload's; runs/latest
+    names = {v for k, v in vars(files).items() if k.isupper() and isinstance(v, str) and not k.endswith("_SUFFIX")}
+    names = names - outside | {files.after_checkpoint_name(files.EPISODES_NAME),
+                               files.after_checkpoint_name(files.METRICS_NAME)}
+    folders = {files.TB_DIR, files.WANDB_DIR}
+    assert {files.EVAL_HISTORY_NAME, files.FLAG_VIDEO_NAME, files.EVAL_NAME, files.REPLAY_NAME} <= names
+    run_dir = make_run(tmp_path / "run")
+    for name in names - folders:
+        (run_dir / name).write_text("the old run's")
+        (run_dir / (name + files.TMP_SUFFIX)).write_text("the old run's, half written")
+    for name in folders:
+        (run_dir / name / "sub").mkdir(parents=True)
+        (run_dir / name / "sub" / "events").write_text("the old run's")
+    log = open_run(Config.of(run_dir=str(run_dir), overwrite=True))
+    try:
+        left = sorted(p.name for p in run_dir.iterdir())
+        assert left == [files.LOG_NAME], f"left of the old run: {left}"
+        assert (run_dir / files.LOG_NAME).read_text() == ""
+    finally:
+        log.close()
 
 
 def test_resume_takes_a_folder_or_latest(tmp_path):
@@ -78,7 +109,8 @@ def test_run_record_best_model_and_no_silent_overwrite(evaluated_run, tmp_path):
     trained, out = evaluated_run
     record = json.loads((trained / "config.json").read_text())
     assert record["config"]["seed"] == 5 and record["config"]["env"] == "tests.catch_env:Catch-v0"
-    assert record["profile"] == "cpu-small" and "cores" in record["profile_reason"]
+    # the profile this machine's hardware picks (cpu-small on 2-4 cores, cpu-large above, a GPU's own)
+    assert record["profile"] == pick_profile(Hardware(**record["hardware"])) and "cores" in record["profile_reason"]
     assert record["versions"]["torch"] == torch.__version__.split("+")[0]
     assert record["git_commit"] and "--seed" in record["command"]
     assert record["hardware"]["cores"] >= 1

@@ -16,6 +16,7 @@ import pytest
 from bench import suite as S
 from bench import suite_runs as R
 from config_optimized import ConfigError
+from pipeline.settings.hardware import detect_cores
 from tests.proc_utils import CATCH, ROOT, env_for, marked_processes, read_until
 
 
@@ -209,7 +210,7 @@ def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_p
     # by side on 2 cores stall each other at every parallel step)
     share = R.learner_threads_beside("tests.catch_env:Catch-v0", opts, 2)
     alone = R.learner_threads_beside("tests.catch_env:Catch-v0", opts, 1)
-    assert alone == [] and share[0] == "--learner-threads" and 1 <= int(share[1]) <= max(1, os.cpu_count() // 2)
+    assert alone == [] and share[0] == "--learner-threads" and 1 <= int(share[1]) <= max(1, detect_cores() // 2)
     started = re.findall(r"\[SUITE\] \S+ seed 1: started: .*", out)
     assert len(started) == 2 and all(line.endswith(" ".join(share)) for line in started), out
     (suite_dir,) = tmp_path.glob("suite-quick_*")

@@ -16,6 +16,7 @@ import numpy as np
 from models import build_model
 
 from ..records import checkpoint as ckpt
+from ..records.files import EVAL_NAME
 from ..records.record import append_jsonl, write_json
 from ..settings.layers import trained_config
 from ..transition import EP_END, FLAG_GET, LAST, TERM, TRUNC
@@ -129,7 +130,7 @@ def eval_lock(folder: str | Path):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConfigError(f"another --eval is writing {Path(folder) / 'eval.json'}; wait for it to finish, or "
+            raise ConfigError(f"another --eval is writing {Path(folder) / EVAL_NAME}; wait for it to finish, or "
                               "evaluate a copy of the checkpoint in another folder") from None
         yield
     finally:

@@ -15,9 +15,14 @@ A run folder (``runs/{env}__{seed}__{time}``, or ``--run-dir``)::
     eval.json           the last ``--eval`` of the run
     eval_history.jsonl  every ``--eval`` of the run, one row each (eval.json's contents and when)
     flag.mp4            a flag run of the kept weights, where a run stopped at a finished agent (Mario)
+    eval_candidate.pt   the weights an evaluation during training is playing
     learning_curve.png  ``--plot`` and the end of every run
     train.log           the run's log
     wandb_run_id, wandb/  ``--track``
+    NAME.tmp            an atomic write of NAME (written whole, then renamed over it) cut short by a kill
+
+``--overwrite`` removes all of them (CLEARED_FILES, OTHER_FOLDERS) but train.log, which the new
+run holds and empties.
 """
 from __future__ import annotations
 
@@ -55,9 +60,12 @@ def after_checkpoint_name(name: str) -> str:
 RUN_FILES = (CHECKPOINT_NAME, METRICS_NAME, EPISODES_NAME, LOG_NAME, RECORD_NAME, REPLAY_NAME, BEST_NAME,
              EVALS_NAME, BEST_EVAL_NAME)
 # written by a run besides RUN_FILES (which mark a folder as a run's)
-OTHER_FILES = (CURVE_NAME, CHECKPOINT_NAME + TMP_SUFFIX, REPLAY_NAME + TMP_SUFFIX, EVAL_NAME, CANDIDATE_NAME,
-               TRACKING_ID_FILE, after_checkpoint_name(EPISODES_NAME), after_checkpoint_name(METRICS_NAME),
-               EPISODES_NAME + TMP_SUFFIX, METRICS_NAME + TMP_SUFFIX)
+OTHER_FILES = (CURVE_NAME, EVAL_NAME, EVAL_HISTORY_NAME, FLAG_VIDEO_NAME, CANDIDATE_NAME, TRACKING_ID_FILE,
+               after_checkpoint_name(EPISODES_NAME), after_checkpoint_name(METRICS_NAME))
 OTHER_FOLDERS = (TB_DIR, WANDB_DIR)
+# What --overwrite clears (with OTHER_FOLDERS): every file of a run, each with the NAME.tmp that a
+# write of it leaves where the run was killed before the rename (checkpoints, best*.pt, config.json,
+# eval.json, the replay, the rows set aside by a resume)
+CLEARED_FILES = tuple(n for name in (*RUN_FILES, *OTHER_FILES) for n in (name, name + TMP_SUFFIX))
 # the newest weights of a run, best first: what --push-to-hub evaluates
 WEIGHTS_BEST_FIRST = (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from config_optimized import RESUME_HERE, Config, ConfigError
 
-from .files import CHECKPOINT_NAME, LATEST_LINK, LOG_NAME, OTHER_FILES, OTHER_FOLDERS, RUN_FILES
+from .files import CHECKPOINT_NAME, CLEARED_FILES, LATEST_LINK, LOG_NAME, OTHER_FOLDERS, RUN_FILES
 
 RUNS_ROOT = Path("runs")
 
@@ -16,7 +16,7 @@ RUNS_ROOT = Path("runs")
 def clear_run(run_dir: Path) -> None:
     """--overwrite: the old run's files go before the new run writes any; all but train.log, which
     the new run already holds open as its claim on the folder and empties itself (RunLog.clear)."""
-    for name in (*RUN_FILES, *OTHER_FILES):
+    for name in CLEARED_FILES:
         if name != LOG_NAME:
             (run_dir / name).unlink(missing_ok=True)
     for folder in OTHER_FOLDERS:

@@ -124,13 +124,33 @@ def cpu_info() -> tuple[str, bool, str]:
     return first.get("model name", platform.machine()), bool(flags & {"avx512_bf16", "amx_bf16"}), cpu_id
 
 
+# A core count to detect instead of the CPUs this process may run on: the profile, collectors and
+# learner threads a machine of that many cores gets, seen (python config_optimized.py) or tested on
+# a smaller one, e.g. DQN_CORES=16 for a 16-core GPU host's CPU side. Read here only.
+CORES_ENV = "DQN_CORES"
+
+
+def detect_cores() -> int:
+    """The CPUs this process may run on (its affinity, as taskset or a container's cpuset sets it),
+    or the count $DQN_CORES tells."""
+    told = os.environ.get(CORES_ENV, "").strip()
+    if told:
+        if not told.isdigit() or int(told) < 1:
+            from config_optimized import ConfigError
+
+            raise ConfigError(f"{CORES_ENV}={told!r}: give a core count (a positive integer), or unset it to "
+                              "detect this machine's cores")
+        return int(told)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def detect_hardware() -> Hardware:
     import torch
 
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
+    cores = detect_cores()
     total, avail = _meminfo()
     model, bf16, cpu_id = cpu_info()
     cuda = torch.cuda.is_available()
