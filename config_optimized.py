@@ -352,19 +352,51 @@ def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
         over["num_collectors"] = max(1, min(8, (hw.cores - 2) // 2))
     elif name.startswith("gpu"):
         if family == "atari":
-            # An Atari collector plays ~1,000 agent steps/s, more than a GPU's batch-32 learner takes
-            # at 8 samples per agent step, so two of 8 envs feed it, and fewer envs end their first
-            # games sooner: on an H100 (16-core Xeon host) Pong made ~965 agent steps/s at 241
-            # updates/s with 2 x 8 envs, the collectors held back 38% of the time, and its last-20
-            # mean reached 0 at 288k agent steps in 5.7 min, where 8 x 32 envs had ended no game by
-            # 140k. The replay stays the preset's, as on a CPU (1M is a recipe change, unmeasured).
+            # 16 env streams: fewer envs end their first games sooner (on an H100, 16-core Xeon
+            # host, Pong's last-20 mean reached 0 at 288k agent steps with 2 x 8 envs, where 8 x 32
+            # had ended no game by 140k). The replay stays the preset's, as on a CPU (1M is a
+            # recipe change, unmeasured).
             over.update(num_collectors=2, envs_per_collector=8)
             over.pop("buffer_size", None)
-        over["num_collectors"] = max(1, min(over.get("num_collectors", CollectorConfig.num_collectors), hw.cores - 2))
+        # Those streams spread over as many collectors as the cores the learner process leaves:
+        # with 2 x 8 envs the learner was busy 23% of the time while each collector spent ~45% of
+        # its core choosing actions (H100, 16 cores: 2 of them played). The same streams, so the
+        # replay holds at each agent step what it held before, and the recipe learns per agent
+        # step as before; each collector's batch is smaller, and there are more of them.
+        over["num_collectors"], over["envs_per_collector"] = fitted_layout(
+            over.get("num_collectors", CollectorConfig.num_collectors) *
+            over.get("envs_per_collector", CollectorConfig.envs_per_collector), hw.cores)
+        # acting in bf16 where this CPU computes it clearly faster, as the bf16 probe measured it
+        # (1.27-2.06x for a collector's forward pass on the Xeon family 6 model 167)
+        over["act_bf16"] = hw.bf16_pays
     per = FRAME_BYTES + REPLAY_META_BYTES
     fit = int(hw.ram_available_bytes * 0.5 // per)
     over["buffer_size"] = max(10_000, min(over.get("buffer_size", ReplayConfig.buffer_size), fit))
     return over
+
+
+# Cores the learner process keeps on a GPU host: its main thread (the update loop and CUDA
+# launches), the consolidation thread and the prefetch thread.
+LEARNER_PROCESS_CORES = 3
+
+
+def fitted_layout(streams: int, cores: int) -> tuple[int, int]:
+    """(collectors, envs each) for ``streams`` envs on a host of ``cores``: as many collectors as
+    the cores the learner process leaves, each with an equal share of the streams (the most
+    collectors that divide them evenly, so every collector steps as many envs)."""
+    free = max(1, cores - LEARNER_PROCESS_CORES)
+    n = max(d for d in range(1, min(free, streams) + 1) if streams % d == 0)
+    return n, streams // n
+
+
+def layout_reason(cfg_collectors: int, envs: int, hw: Hardware, name: str) -> str:
+    """Why a GPU profile's collectors are what they are on this host (``python config_optimized.py``)."""
+    if not name.startswith("gpu"):
+        return ""
+    free = max(1, hw.cores - LEARNER_PROCESS_CORES)
+    return (f"{cfg_collectors} collector(s) x {envs} envs: the recipe's {cfg_collectors * envs} env streams over the "
+            f"{free} of {hw.cores} cores the learner process leaves (it keeps {LEARNER_PROCESS_CORES}: its loop, "
+            "the consolidation and the prefetch threads)")
 
 
 # ----------------------------------------------------------------------------- errors

@@ -83,10 +83,11 @@ def bf16_speedup(cpu: str) -> tuple[float, str]:
 
 
 def probe_this_cpu() -> str:
-    """Measure this CPU's bf16 speedup if it has bf16 instructions, no CUDA learner will train,
-    and nobody measured it yet; quick (a file read) once it has been. Returns the run log's line
-    about it, or "" when nothing was measured now."""
+    """Measure this CPU's bf16 speedup if it has bf16 instructions and nobody measured it yet;
+    quick (a file read) once it has been. A CPU learner's precision follows it, and on a GPU host
+    the collectors' acting precision (their forward pass runs on the host). Returns the run log's
+    line about it, or "" when nothing was measured now."""
     model, bf16, cpu_id = cpu_info()
-    if bf16 and not torch.cuda.is_available():
+    if bf16:
         return bf16_speedup(cpu_name(model, cpu_id))[1]
     return ""

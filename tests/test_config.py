@@ -39,17 +39,60 @@ def test_profile_fits_buffer_to_available_ram():
     assert cfg.replay.buffer_size * 7062 <= 0.5 * 4 * 0.9 * GiB
 
 
-def test_gpu_profiles_feed_atari_from_few_envs_and_keep_its_replay():
-    """Atari on a GPU: two collectors of 8 envs (its first games end sooner) and the preset's
-    replay; Mario keeps the profile's collectors, whose emulator bounds each of them."""
-    big = hw(32, 128, True, 24)
+@pytest.mark.parametrize("cores,layout", [(2, (1, 16)), (4, (1, 16)), (8, (4, 4)), (16, (8, 2)), (64, (16, 1))])
+def test_gpu_profiles_spread_atari_streams_over_the_cores_the_learner_leaves(cores, layout):
+    """Atari on a GPU: the 16 env streams of the recipe (its first games end sooner than with
+    more), over as many collectors as the cores the learner process (loop, consolidation,
+    prefetch) leaves; the preset's replay. The streams, and so what the replay holds per agent
+    step, are the same on every host."""
     for profile in ("gpu-minimum", "gpu-recommended", "gpu-optimal"):
-        atari = resolve_config({"profile": profile, "env": "ALE/Pong-v5"}, big).cfg
-        assert (atari.collectors.num_collectors, atari.collectors.envs_per_collector) == (2, 8)
+        res = resolve_config({"profile": profile, "env": "ALE/Pong-v5"}, hw(cores, 128, True, 24))
+        atari = res.cfg
+        assert (atari.collectors.num_collectors, atari.collectors.envs_per_collector) == layout
         assert atari.replay.buffer_size == Config().replay.buffer_size
-    mario = resolve_config({"profile": "gpu-optimal"}, big).cfg
-    assert (mario.collectors.num_collectors, mario.collectors.envs_per_collector) == (8, 32)
+        assert res.sources["num_collectors"].startswith("profile")
+
+
+@pytest.mark.parametrize("cores", [2, 8, 16, 64])
+def test_cpu_hosts_keep_their_collectors(cores):
+    """Without a GPU the learner takes the cores: cpu-small keeps one collector, cpu-large one per
+    two cores beyond two (at most 8); nothing of the GPU layout applies."""
+    cfg = resolve_config({"env": "ALE/Pong-v5"}, hw(cores, 64)).cfg
+    assert cfg.collectors.num_collectors == (1 if cores <= 4 else max(1, min(8, (cores - 2) // 2)))
+    assert cfg.collectors.envs_per_collector == Config().collectors.envs_per_collector
+
+
+def test_gpu_profiles_keep_marios_streams_and_fit_its_collectors():
+    mario = resolve_config({"profile": "gpu-optimal"}, hw(32, 128, True, 24)).cfg
+    assert (mario.collectors.num_collectors, mario.collectors.envs_per_collector) == (16, 16)  # 256 streams
+    assert resolve_config({"profile": "gpu-optimal"}, hw(16, 128, True, 24)).cfg.collectors.num_collectors == 8
     assert mario.replay.buffer_size == 1_000_000
+
+
+def test_fitted_layout_divides_the_streams_evenly():
+    from config_optimized import fitted_layout
+
+    assert fitted_layout(16, 16) == (8, 2) and fitted_layout(16, 14) == (8, 2) and fitted_layout(16, 11) == (8, 2)
+    assert fitted_layout(16, 10) == (4, 4) and fitted_layout(12, 9) == (6, 2) and fitted_layout(7, 64) == (7, 1)
+    assert fitted_layout(16, 1) == (1, 16)
+
+
+def test_gpu_hosts_act_in_bf16_where_the_cpu_pays_for_it():
+    import dataclasses
+
+    fast = dataclasses.replace(hw(16, 128, True, 24), cpu_bf16_speedup=1.5)
+    slow = dataclasses.replace(fast, cpu_bf16_speedup=0.7)
+    assert resolve_config({"env": "ALE/Pong-v5"}, fast).cfg.collectors.act_bf16 is True
+    assert resolve_config({"env": "ALE/Pong-v5"}, slow).cfg.collectors.act_bf16 is False
+
+
+def test_config_show_says_why_the_gpu_collectors_are_what_they_are(capsys, monkeypatch):
+    from pipeline.settings import layers
+
+    monkeypatch.setattr(layers, "detect_hardware", lambda: hw(16, 128, True, 24))
+    assert layers.show(["--env", "ALE/Pong-v5"]) == 0
+    out = capsys.readouterr().out
+    assert "Collectors: 8 collector(s) x 2 envs: the recipe's 16 env streams over the 13 of 16 cores" in out
 
 
 def _error(machine=None, **kw):

@@ -22,7 +22,8 @@ class Hardware:
     mps: bool
     # A learner step's speed in bf16 over fp32 on this CPU, measured once per CPU model and torch
     # version at the first training run's start-up (pipeline/bf16_probe.py); 0.0 where not yet
-    # measured (bf16_pays then trusts the instructions), or not wanted (no bf16 instructions, CUDA).
+    # measured (bf16_pays then trusts the instructions), or not wanted (no bf16 instructions); on a GPU host it
+    # decides the collectors' acting precision.
     cpu_bf16_speedup: float = 0.0
     # A C++ compiler on PATH ($CXX, else g++, as inductor looks), which torch.compile's CPU code generation needs.
     cpp_compiler: bool = False
@@ -159,7 +160,7 @@ def detect_hardware() -> Hardware:
         props = torch.cuda.get_device_properties(0)
         name, mem = props.name, props.total_memory
     mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-    speedup = cached_bf16_speedup(cpu_name(model, cpu_id)) if bf16 and not cuda else 0.0
+    speedup = cached_bf16_speedup(cpu_name(model, cpu_id)) if bf16 else 0.0  # on a GPU host: the collectors' acting
     cxx = shutil.which(os.environ.get("CXX") or "g++") is not None  # what inductor runs: $CXX, else g++
     return Hardware(cores, total, avail, model, bf16, cuda, name, mem, mps, speedup, cxx, cpu_id)
 

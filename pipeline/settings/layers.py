@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config_optimized import (FIELDS, FRAME_BYTES, PARTS, PROFILES, RENAMED_FIELDS, REPLAY_META_BYTES, Config,
-                              ConfigError, autotuned_path, pick_profile, scale_profile)
+                              ConfigError, autotuned_path, layout_reason, pick_profile, scale_profile)
 from presets import family_of, load_preset
 
 from ..records.files import RECORD_NAME
@@ -291,6 +291,9 @@ def show(argv: list[str] | None = None) -> int:
     print(f"Device:   {resolve_device(cfg.device, hw)}")
     print(f"Preset:   {family_of(cfg.env)} ({preset_path_of(cfg.env)})")
     print(f"Profile:  {name}" + (f" (from {autotuned_path(family_of(cfg.env))})" if name == "autotuned" else ""))
+    if res.sources.get("num_collectors", "").startswith("profile") and (why := layout_reason(
+            cfg.collectors.num_collectors, cfg.collectors.envs_per_collector, hw, name)):
+        print(f"Collectors: {why}")
     if res.resumed_from:
         print(f"Resumes:  {res.resumed_from}" + "".join(f"\n  changed: {c}" for c in res.changes or []))
     for w in warnings:
