@@ -5,6 +5,7 @@ replay save, the learning curve, and what the run left (``TrainResult``). The lo
 ``Trainer``."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import signal
 import time
@@ -50,6 +51,18 @@ def prepare_run(args):
     probed = probe_this_cpu()  # the learner's bf16 speed on this CPU, once per CPU model: the profile's precision follows it
     res = resolve_config(args)
     cfg, hw = resolve_run_dir(res.cfg), res.hw
+    try:
+        return cfg, hw, checked_notes(cfg, hw, res, probed)
+    except ConfigError:
+        if not res.cfg.run.run_dir and not res.cfg.run.resume:  # the new folder resolve_run_dir made is left empty
+            with contextlib.suppress(OSError):
+                Path(cfg.run.run_dir).rmdir()
+        raise
+
+
+def checked_notes(cfg: Config, hw: Hardware, res, probed: str) -> list[str]:
+    """The refusals of ``prepare_run`` past the folder (settings, the Ray head, the resume), and
+    the run log's notes where none applies."""
     notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes + ([probed] if probed else [])
     if cfg.collectors.ray_collectors:  # the head must answer before anything starts
         from .distributed.cluster import check_reachable
@@ -65,7 +78,7 @@ def prepare_run(args):
                          "settings come from this command line")
         else:
             notes += [f"Resumed run: {c}" for c in res.changes] or ["Resumed run: every setting as it was saved"]
-    return cfg, hw, notes
+    return notes
 
 
 def open_run(cfg: Config) -> RunLog:

@@ -17,7 +17,7 @@ from tests.proc_utils import CATCH, check_clean, run
 
 
 def make_run(folder: Path) -> Path:
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)  # a new run's folder is made as it is named
     (folder / "checkpoint.pt").write_bytes(b"x")
     return folder
 
@@ -29,6 +29,27 @@ def test_a_new_run_gets_a_folder_of_its_own(tmp_path):
     make_run(Path(cfg.run.run_dir))
     again = resolve_run_dir(Config.of(env="ALE/Pong-v5", seed=3), now=0, root=tmp_path)
     assert again.run.run_dir == cfg.run.run_dir + "-2"  # same second: never the same folder
+
+
+def test_two_runs_named_in_the_same_second_get_two_folders_even_before_either_writes(tmp_path):
+    """The folder is claimed as it is named (mkdir, which one process alone wins), so a second run
+    named in the same second never shares the first's, whether or not the first has written yet
+    (or has already exited)."""
+    first = Path(resolve_run_dir(Config.of(env="ALE/Pong-v5"), now=0, root=tmp_path).run.run_dir)
+    assert first.is_dir() and not any(first.iterdir())  # claimed, nothing in it yet
+    second = Path(resolve_run_dir(Config.of(env="ALE/Pong-v5"), now=0, root=tmp_path).run.run_dir)
+    assert second != first and second.is_dir()
+
+
+def test_a_refused_new_run_leaves_no_folder(tmp_path, monkeypatch):
+    import functools
+
+    from pipeline import run as R
+
+    monkeypatch.setattr(R, "resolve_run_dir", functools.partial(resolve_run_dir, root=tmp_path))
+    with pytest.raises(ConfigError, match="--lr"):
+        R.prepare_run({"env": "tests.catch_env:Catch-v0", "lr": -1.0})
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_folder_holding_a_run_is_refused_without_resume_or_overwrite(tmp_path):

@@ -87,9 +87,13 @@ def resolve_run_dir(cfg: Config, now: float | None = None, root: Path = RUNS_ROO
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
         base = root / f"{cfg.env.replace('/', '-').replace(':', '-')}__{cfg.seed}__{stamp}"
         target, n = base, 1
-        while target.exists():
-            n += 1
-            target = base.with_name(f"{base.name}-{n}")
+        while True:  # claimed by mkdir, which one process alone wins: two runs started in the same second
+            try:     # get two folders, not one between them
+                target.mkdir(parents=True)
+                break
+            except FileExistsError:
+                n += 1
+                target = base.with_name(f"{base.name}-{n}")
         return cfg.replace(run_dir=str(target))
     if has_run(Path(cfg.run.run_dir)) and not cfg.run.overwrite:
         raise ConfigError(f"--run-dir {cfg.run.run_dir!r}: already holds a run (its checkpoint, metrics or log); pass "
