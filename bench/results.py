@@ -268,7 +268,7 @@ def results_markdown(results: list[tuple[Source, dict]]) -> str:
            "`python benchmark_performance.py --results` (which also writes the README's table). A run is shown "
            "only where the recipe its run record started with equals what its command resolves to today; the "
            "runs left out are listed at the end with the settings that differ. The lab notebook, with every "
-           "measurement and how the recipe was chosen, is [benchmarks.md](benchmarks.md) and "
+           "measurement and how the recipe was chosen, is [notebook.md](notebook.md) and "
            "[history.md](history.md).",
            "",
            "Terms: a *score* is the mean raw return of the last 20 whole games; *agent steps* are decisions "
