@@ -13,7 +13,7 @@ BatchNorm in a DQN has three traps, and this is how the project handles each:
    batch normalized on its own statistics; a target read on the running statistics (eval mode)
    differs from it by a small gap that bootstrapping multiplies, and on Pong under sticky actions
    that gap drove the learned Q ever more pessimistic while the play improved
-   (docs/benchmarks.md, "Pong under sticky actions"). ``bn_targets`` chooses: ``batch`` runs the
+   (docs/notebook.md, "Pong under sticky actions"). ``bn_targets`` chooses: ``batch`` runs the
    target network and Double DQN's argmax on s' in train mode, each s' batch normalized on its
    own statistics; ``running`` runs both in eval mode (the learner's Double-DQN forward then goes
    through an eval-mode copy of the online module tree over the same tensors, so s' does not move

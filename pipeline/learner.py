@@ -67,7 +67,7 @@ def graph_scope(device: torch.device, cfg: LearnerConfig, amp_dtype: torch.dtype
     --compile), since fp16's GradScaler decides on the host whether to step. None elsewhere.
 
     At the preset's batch of 32 a CUDA update is launch-bound: on an H100 (16-core Xeon host) one
-    uncompiled update took 6.9 ms for ~0.1 ms of arithmetic (docs/benchmarks.md, "On a GPU"); the
+    uncompiled update took 6.9 ms for ~0.1 ms of arithmetic (docs/notebook.md, "On a GPU"); the
     compiled loss's graphs took it to 3.5 ms, the rest being the eager clip, Adam, zero_grad and
     the update's host sync, which the whole-update graph also folds in. Not with gradient
     accumulation: the captured backward writes each micro-batch's gradients where the last one's
@@ -93,7 +93,7 @@ def flush_denormals() -> bool:
     denormal range (below 1.2e-38), where every x86 operation on them takes a microcode assist of
     about a hundred cycles: the checkpoint of a Pong run held 1.2 million denormals in its Adam
     state and its update ran ~1.4x slower than with them flushed, which is how a run's updates/s
-    fell by a third over its first 40 minutes (docs/benchmarks.md, "What the pipeline takes from
+    fell by a third over its first 40 minutes (docs/notebook.md, "What the pipeline takes from
     the learner"). Flushed, such a value becomes zero, far below anything Adam's epsilon lets
     matter.
     The flag is per thread, and OpenMP threads copy it from the thread that starts them, so it
@@ -164,7 +164,7 @@ class Learner:
             p.requires_grad_(False)
         # fused: one kernel over all parameters instead of ~10 ops per tensor; Adam's step was a
         # sixth of a batch-32 update on a 2-core CPU, and fused took 1.23x off the whole update
-        # (docs/benchmarks.md, "Where one update's time goes"). Same arithmetic.
+        # (docs/notebook.md, "Where one update's time goes"). Same arithmetic.
         self.fused = device.type in ("cpu", "cuda")
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, eps=cfg.adam_eps,
                                           fused=self.fused or None)
