@@ -311,9 +311,8 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
 def main_suite(args, train_args: list[str], ap) -> int:
     """--suite: every game's options checked before the first run starts; then each game not yet
     finished is trained (or resumed), and the report written whatever became of the runs."""
-    import shutil
 
-    from bench.suite import REPORT_NAMES, report_markdown, run_suite, write_report
+    from bench.suite import report_markdown, run_suite, write_report
     from bench.suite_runs import SuiteInterrupted
     from config_optimized import ConfigError
 
@@ -350,21 +349,15 @@ def main_suite(args, train_args: list[str], ap) -> int:
     except ConfigError as e:  # a damaged file in the suite's folder: one line, as before the runs
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print("\n" + report_markdown(rep))
-    print(f"\nReport: {', '.join(os.path.join(suite_dir, n) for n in REPORT_NAMES)}")
-    for want, name in ((args.json, REPORT_NAMES[0]), (args.plot, REPORT_NAMES[2])):
-        if want:
-            shutil.copyfile(os.path.join(suite_dir, name), want)
+    show_report(suite_dir, report_markdown(rep), args)
     return code
 
 
 def main_mario_suite(args, train_args: list[str], ap) -> int:
     """--suite mario: each seed trained (or resumed), its kept weights played again on fresh games,
     and the report written whatever became of the runs."""
-    import shutil
 
-    from bench.suite_mario import REPORT_NAMES, STAGE, STEPS, mario_markdown, mario_suite_dir, run_mario_suite, \
-        write_mario_report
+    from bench.suite_mario import STAGE, STEPS, mario_markdown, mario_suite_dir, run_mario_suite, write_mario_report
     from bench.suite_runs import SuiteInterrupted
     from config_optimized import ConfigError
 
@@ -391,12 +384,21 @@ def main_mario_suite(args, train_args: list[str], ap) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print("\n" + mario_markdown(rep))
+    show_report(suite_dir, mario_markdown(rep), args)
+    return code
+
+
+def show_report(suite_dir, markdown: str, args) -> None:
+    """A suite's table on the terminal, where its report files lie, and copies where --json and --plot ask."""
+    import shutil
+
+    from bench.suite_runs import REPORT_NAMES
+
+    print("\n" + markdown)
     print(f"\nReport: {', '.join(os.path.join(suite_dir, n) for n in REPORT_NAMES)}")
     for want, name in ((args.json, REPORT_NAMES[0]), (args.plot, REPORT_NAMES[2])):
         if want:
             shutil.copyfile(os.path.join(suite_dir, name), want)
-    return code
 
 
 def report_winner(res: dict, recipes: dict[str, list[str]], json_path: str | None) -> int:

@@ -159,16 +159,22 @@ def atari_suite(src: Source) -> dict:
                                         "cnn": row.get("CNN QR-DQN")}}
 
 
-def pong_long(src: Source) -> dict:
-    lines = ["| seed | last-20 mean at 250k / 500k / 1M / 1.3M agent steps | +15 first at | best | machine |",
-             "|---|---|---|---|---|"]
-    other, kept = {}, []
+def todays_runs(src: Source, other: dict):
+    """(games, facts) of each of ``src``'s runs whose recipe is today's; the rest go into ``other``
+    with the flags that would train them."""
     for name in src.runs:
         run = DATA / name
         if d := recipe_differs(run, src.env, src.args):
             other[name] = d
             continue
-        rows, f = episodes(run), run_facts(run)
+        yield episodes(run), run_facts(run)
+
+
+def pong_long(src: Source) -> dict:
+    lines = ["| seed | last-20 mean at 250k / 500k / 1M / 1.3M agent steps | +15 first at | best | machine |",
+             "|---|---|---|---|---|"]
+    other, kept = {}, []
+    for rows, f in todays_runs(src, other):
         roll = rolling(rows)
         at = [next((m for s, m in roll if s >= x), None) for x in (250_000, 500_000, 1_000_000)] + \
              [roll[-1][1] if roll and roll[-1][0] >= 1_290_000 else None]
@@ -184,12 +190,7 @@ def pong_long(src: Source) -> dict:
 def time_to_score(src: Source) -> dict:
     lines = ["| seed | +18 at (minutes, agent steps) | agent steps/s | machine |", "|---|---|---|---|"]
     other, kept = {}, []
-    for name in src.runs:
-        run = DATA / name
-        if d := recipe_differs(run, src.env, src.args):
-            other[name] = d
-            continue
-        rows, f = episodes(run), run_facts(run)
+    for rows, f in todays_runs(src, other):
         hit = first_reached(rows, TARGET_PONG)
         rate = hit["agent_steps"] / hit["wall_s"] if hit else None
         kept.append({"seed": f["seed"], "minutes": hit["wall_s"] / 60 if hit else None,

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 from config_optimized import ConfigError
 
 from .suite_runs import (GAME_FILE, OWN_FLAGS, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir,
                          game_name, mark_done, minutes_at, parse_seeds, pinned_args, read_json, recipe_text,
-                         recipe_args, resolved_recipe, run_record, say_pinned, suite_dir_name, train_games, trained_on, without_seed)
+                         recipe_args, resolved_recipe, run_record, say_pinned, suite_dir_name, train_games, trained_on,
+                         without_seed, write_report_files)
 from .suite_stats import iqm, iqm_interval
 from .time_to_score import training_config
 
@@ -39,7 +39,6 @@ SUITES = {"atari5": ("ALE/BattleZone-v5", "ALE/DoubleDunk-v5", "ALE/NameThisGame
 IQM_GAMES = ("BattleZone", "DoubleDunk", "NameThisGame", "Phoenix", "Qbert")
 WINDOW = 250_000           # agent steps per window: one Dopamine iteration
 ANCHORS_PATH = Path(__file__).with_name("atari_anchors.json")
-REPORT_NAMES = ("suite_report.json", "suite_report.md", "suite_report.png")
 def load_anchors() -> dict:
     with open(ANCHORS_PATH) as f:
         return json.load(f)
@@ -194,6 +193,7 @@ def over_seeds(runs: dict[int, dict], n_windows: int) -> list[dict]:
         means = [w["mean"] for w in done]
         mins = [w["minutes"] for w in done if w["minutes"] is not None]
         out.append({"window": i + 1, "from": first.get("from", i * WINDOW), "to": first.get("to", (i + 1) * WINDOW),
+                    "games": sum(r["windows"][i]["games"] for r in runs.values() if len(r["windows"]) > i),
                     "seeds": len(done), "mean": sum(means) / len(means) if means else first.get("mean"),
                     "min": min(means) if means else None, "max": max(means) if means else None,
                     "complete": bool(done) and len(done) == len(runs),
@@ -396,14 +396,5 @@ def plot_suite(rep: dict, path: str | Path) -> None:
 
 def write_report(suite_dir: str | Path) -> dict:
     """The report's JSON, Markdown table and plot, written into the suite's folder."""
-    suite_dir = Path(suite_dir)
     rep = suite_report(suite_dir)
-    from pipeline.records.record import write_json
-
-    js, md, png = (suite_dir / n for n in REPORT_NAMES)
-    write_json(js, rep)
-    tmp = md.with_suffix(".md.tmp")  # whole or not at all, as write_json writes
-    tmp.write_text(report_markdown(rep) + "\n")
-    os.replace(tmp, md)
-    plot_suite(rep, png)
-    return rep
+    return write_report_files(Path(suite_dir), rep, report_markdown(rep), plot_suite)

@@ -13,15 +13,15 @@ that kills a policy is seen. Runs train in ``SUITE_DIR/seedN/STAGE`` (bench/suit
 trained side by side learn per agent step as alone; their minutes are each a share of the machine."""
 from __future__ import annotations
 
-import os
 import statistics
 from pathlib import Path
 
 from config_optimized import ConfigError
 
-from .suite_runs import (GAME_FILE, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir, game_name, mark_done,
-                         minutes_at, parse_seeds, pinned_args, read_json, recipe_args, recipe_text, resolved_recipe, run_record,
-                         say_pinned, suite_dir_name, train_games, trained_on, without_seed)
+from .suite_runs import (GAME_FILE, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir, game_name,
+                         mark_done, minutes_at, parse_seeds, pinned_args, read_json, recipe_args, recipe_text,
+                         resolved_recipe, run_record, say_pinned, suite_dir_name, train_games, trained_on,
+                         without_seed, write_report_files)
 from .time_to_score import training_config
 
 STAGE = "SuperMarioBros-1-1-v0"
@@ -33,7 +33,6 @@ NOISY_EPSILON = 0.05       # the noisy play's epsilon (CleanRL's evaluation epsi
 # confirmation): these lie above all of them.
 EVAL_SEED_BASE = 900_000_000
 EVAL_FILE = "suite_eval.json"  # a seed's final plays, beside its run; redone only when its kept weights change
-REPORT_NAMES = ("suite_report.json", "suite_report.md", "suite_report.png")
 
 
 def play_seeds(seed: int) -> dict[str, int]:
@@ -268,14 +267,6 @@ def plot_game_ends(rep: dict, path: str | Path) -> None:
 
 
 def write_mario_report(suite_dir: str | Path) -> dict:
-    from pipeline.records.record import write_json
-
-    suite_dir = Path(suite_dir)
+    """The report's JSON, Markdown table and the plot of where games ended, into the suite's folder."""
     rep = mario_report(suite_dir)
-    js, md, png = (suite_dir / n for n in REPORT_NAMES)
-    write_json(js, rep)
-    tmp = md.with_suffix(".md.tmp")
-    tmp.write_text(mario_markdown(rep) + "\n")
-    os.replace(tmp, md)
-    plot_game_ends(rep, png)
-    return rep
+    return write_report_files(Path(suite_dir), rep, mario_markdown(rep), plot_game_ends)

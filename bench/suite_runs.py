@@ -30,6 +30,7 @@ SUITE_FILE = "suite.json"  # the suite's options and recipe, so a rerun with oth
 # A finished game's counters, beside its run: the report and a rerun need only this, episodes.jsonl
 # and config.json, so a finished suite can be kept (docs/data) without its checkpoints and replays.
 GAME_FILE = "suite_game.json"
+REPORT_NAMES = ("suite_report.json", "suite_report.md", "suite_report.png")  # what a suite's report writes
 # Options the suite sets itself for every game (--seed: give --seeds).
 OWN_FLAGS = ("--env", "--total-steps", "--run-dir", "--resume", "--time-limit", "--target-score", "--overwrite")
 # Settings that say how fast or where a run trains, or what it writes, not what it learns per
@@ -421,3 +422,19 @@ def recipe_text(recipe: dict | None, env: str) -> str:
         return "not recorded (a suite folder from before suites recorded their recipe)"
     extra = recipe_flags(recipe, resolved_recipe(env, []))
     return " ".join(extra) if extra else "the preset as it is"
+
+
+def write_report_files(suite_dir: Path, rep: dict, markdown: str, plot: Callable[[dict, Path], None]) -> dict:
+    """A suite's report into its folder (``REPORT_NAMES``): the JSON, the Markdown table and the
+    plot, the first two whole or not at all."""
+    import os
+
+    from pipeline.records.record import write_json
+
+    js, md, png = (Path(suite_dir) / n for n in REPORT_NAMES)
+    write_json(js, rep)
+    tmp = md.with_suffix(".md.tmp")
+    tmp.write_text(markdown + "\n")
+    os.replace(tmp, md)
+    plot(rep, png)
+    return rep
