@@ -9,7 +9,6 @@ names its seeds, the CPU (or GPU) model and precision, and the commit it ran at.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 
@@ -124,7 +123,7 @@ def atari_suite(src: Source) -> dict:
     folders = S.seed_folders(suite_dir, rep["options"])
     runs = [folder / g for folder in folders.values() for g in rep["games"] if (folder / g).is_dir()]
     other = {str(r.relative_to(DATA)): d for r in runs if (d := recipe_differs(r, S.SUITES["atari5"][0], src.args))}
-    facts = {run_facts(r)["machine"] + ", " + run_facts(r)["precision"] for r in runs}
+    facts = {f"{f['machine']}, {f['precision']}" for f in map(run_facts, runs)}
     lines = ["| game | ours, 250k-500k (mean over seeds) | Dopamine CNN QR-DQN | Impala QR-DQN |", "|---|---|---|---|"]
     above = 0
     pong_runs = [DATA / r for s in SOURCES if s.kind == "pong_long" for r in s.runs]
@@ -308,7 +307,3 @@ def readme_block() -> str:
     text = README.read_text()
     return text[text.index(BEGIN):text.index(END) + len(END)]
 
-
-def results_json(results) -> str:
-    return json.dumps([{"title": s.title, "summary": r["summary"], "other": r["other"]} for s, r in results],
-                      indent=1, default=str)
