@@ -26,6 +26,8 @@ import torch
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_weights
 
+from .dqn import acting_taus, head_atoms
+
 
 class _Cast(nn.Module):
     """A linear layer fed in its weights' dtype: bf16 for a hidden layer, fp32 for an output layer."""
@@ -67,6 +69,12 @@ class Bf16ActingNet(nn.Module):
                 self._linears.append((stream[i], src_head[f"{name}.{i}"]))
                 stream[i] = _Cast(stream[i].to(torch.float32 if i == linears[-1] else torch.bfloat16))
         self.head = head
+        # IQN: the acting fractions are fixed, so their embedding is a function of the weights,
+        # computed with them in refresh: [1, N, D] in bf16. (A list: the source's embedding is
+        # read, not made a submodule of this copy.)
+        tau = getattr(model, "tau_embedding", None)
+        self._tau_source = [tau] if tau is not None else []
+        self.phi = None if tau is None else torch.zeros(1, model.iqn_taus, tau.linear.out_features, dtype=torch.bfloat16)
         self.requires_grad_(False)
         self.refresh()
 
@@ -99,7 +107,9 @@ class Bf16ActingNet(nn.Module):
         for mine, theirs in self._linears:
             mine.weight.copy_(theirs.weight)
             mine.bias.copy_(theirs.bias)
+        if self.phi is not None:
+            self.phi.copy_(self._tau_source[0](acting_taus(self.phi.shape[1])))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        x = self.features(obs.to(torch.bfloat16))  # 0..255 are exact in bf16
-        return self.head(torch.flatten(x, 1)).mean(2)
+        x = torch.flatten(self.features(obs.to(torch.bfloat16)), 1)  # 0..255 are exact in bf16
+        return (self.head(x) if self.phi is None else head_atoms(self.head, x, self.phi)).mean(2)

@@ -25,8 +25,14 @@ BatchNorm in a DQN has three traps, and this is how the project handles each:
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
+
+# IQN's cosine embedding of a quantile fraction: cos(pi i tau) for i = 0..63 (Dabney et al.
+# 2018b, eq. 4, n = 64), mapped to the conv features' size by a linear layer and a ReLU.
+TAU_EMBEDDING = 64
 
 
 def _feature_size(features: nn.Module, in_channels: int, frame_size: int) -> int:
@@ -73,29 +79,68 @@ class _QHead(nn.Module):
         return self.q(x).view(-1, self.n_actions, self.n_atoms)
 
 
+def acting_taus(n: int, device=None) -> torch.Tensor:
+    """IQN's fixed fractions for acting and evaluation: the midpoints (2i + 1) / 2n, [1, n]. The
+    paper samples them; fixed ones make the greedy policy a function of the weights alone, so a
+    collector, an evaluation and Double DQN's argmax read the same Q."""
+    return ((torch.arange(n, device=device, dtype=torch.float32) + 0.5) / n).unsqueeze(0)
+
+
+def head_atoms(head: nn.Module, x: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
+    """IQN's head: flat features [B, D] times each fraction's embedding ``phi`` [B or 1, N, D],
+    one head row per (sample, fraction) -> atoms [B, n_actions, N]."""
+    b, n = x.shape[0], phi.shape[1]
+    rows = head((x.unsqueeze(1) * phi).reshape(b * n, -1))  # [B * N, A, 1]
+    return rows.view(b, n, -1).transpose(1, 2)
+
+
+class _TauEmbedding(nn.Module):
+    """phi(tau) = ReLU(sum_i cos(pi i tau) w_ij + b_j), IQN's embedding of quantile fractions (eq. 4)."""
+
+    def __init__(self, features: int):
+        super().__init__()
+        self.register_buffer("freq", torch.arange(TAU_EMBEDDING, dtype=torch.float32) * math.pi, persistent=False)
+        self.linear = nn.Linear(TAU_EMBEDDING, features)
+
+    def forward(self, taus: torch.Tensor) -> torch.Tensor:
+        """[B, N] fractions -> [B, N, features]."""
+        return torch.relu(self.linear(torch.cos(taus.unsqueeze(-1) * self.freq)))
+
+
 class _PixelDQN(nn.Module):
     """``forward`` gives Q-values [B, n_actions], what acting and evaluation need; ``atoms`` gives
-    what the learner trains: [B, n_actions, 1] Q-values, or [B, n_actions, quantiles] quantiles of
-    the return whose mean is the Q-value (QR-DQN, Dabney et al. 2018)."""
+    what the learner trains: [B, n_actions, 1] Q-values, or [B, n_actions, K] quantiles of the
+    return whose mean is the Q-value: QR-DQN's at fixed fractions (``quantiles``, Dabney et al.
+    2018a), or IQN's at the fractions ``taus`` it is given (``iqn_taus``, Dabney et al. 2018b: the
+    conv features times each fraction's embedding, through the head; without ``taus``, the
+    ``iqn_taus`` fixed midpoints)."""
 
     def __init__(self, features: nn.Sequential, in_channels: int, n_actions: int, hidden: int, dueling: bool,
-                 frame_size: int, quantiles: int = 0):
+                 frame_size: int, quantiles: int = 0, iqn_taus: int = 0):
         super().__init__()
+        if quantiles and iqn_taus:
+            raise ValueError("quantiles and iqn_taus are two rules' heads; give one of them")
         self.in_channels = in_channels
         self.n_actions = n_actions
         self.quantiles = quantiles
+        self.iqn_taus = iqn_taus
         self.features = features
-        self.head = _QHead(_feature_size(features, in_channels, frame_size), n_actions, hidden, dueling,
-                           max(1, quantiles))
+        n_features = _feature_size(features, in_channels, frame_size)
+        self.head = _QHead(n_features, n_actions, hidden, dueling, max(1, quantiles))
+        self.tau_embedding = _TauEmbedding(n_features) if iqn_taus else None
 
     @staticmethod
     def _scaled(obs: torch.Tensor) -> torch.Tensor:
         # uint8 in, scaled here: one fused multiply, and under autocast the convs run in bf16/fp16.
         return obs.float().mul_(1.0 / 255.0) if obs.dtype == torch.uint8 else obs
 
-    def atoms(self, obs: torch.Tensor) -> torch.Tensor:
-        x = self.features(self._scaled(obs))
-        return self.head(torch.flatten(x, 1))
+    def atoms(self, obs: torch.Tensor, taus: torch.Tensor | None = None) -> torch.Tensor:
+        x = torch.flatten(self.features(self._scaled(obs)), 1)
+        if self.tau_embedding is None:
+            return self.head(x)
+        if taus is None:
+            taus = acting_taus(self.iqn_taus, x.device)
+        return head_atoms(self.head, x, self.tau_embedding(taus))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.atoms(obs).mean(2)
@@ -105,13 +150,13 @@ class BatchNormDQN(_PixelDQN):
     """Nature conv stack with BatchNorm, no conv bias (BatchNorm's shift replaces it), Kaiming init."""
 
     def __init__(self, in_channels: int, n_actions: int, hidden: int = 512, dueling: bool = False,
-                 frame_size: int = 84, quantiles: int = 0):
+                 frame_size: int = 84, quantiles: int = 0, iqn_taus: int = 0):
         features = nn.Sequential(
             nn.Conv2d(in_channels, 32, 8, stride=4, bias=False), nn.BatchNorm2d(32), nn.ReLU(inplace=True),
             nn.Conv2d(32, 64, 4, stride=2, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
             nn.Conv2d(64, 64, 3, stride=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(inplace=True),
         )
-        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles)
+        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles, iqn_taus)
         _kaiming_init(self)
 
 
@@ -119,13 +164,13 @@ class NatureDQN(_PixelDQN):
     """Mnih et al. 2015, unchanged (PyTorch default init, conv bias, no BatchNorm): the benchmark baseline."""
 
     def __init__(self, in_channels: int, n_actions: int, hidden: int = 512, dueling: bool = False,
-                 frame_size: int = 84, quantiles: int = 0):
+                 frame_size: int = 84, quantiles: int = 0, iqn_taus: int = 0):
         features = nn.Sequential(
             nn.Conv2d(in_channels, 32, 8, stride=4), nn.ReLU(inplace=True),
             nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(inplace=True),
             nn.Conv2d(64, 64, 3, stride=1), nn.ReLU(inplace=True),
         )
-        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles)
+        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles, iqn_taus)
 
 
 class _Residual(nn.Module):
@@ -158,12 +203,12 @@ class ImpalaDQN(_PixelDQN):
     lies (5.8x the Nature stack's multiply-adds at stride 1, 1.55x at stride 2)."""
 
     def __init__(self, in_channels: int, n_actions: int, hidden: int = 512, dueling: bool = False,
-                 frame_size: int = 84, quantiles: int = 0, first_stride: int = 1):
+                 frame_size: int = 84, quantiles: int = 0, iqn_taus: int = 0, first_stride: int = 1):
         layers: list[nn.Module] = []
         for c_in, c_out, stride in ((in_channels, 16, first_stride), (16, 32, 1), (32, 32, 1)):
             layers += _impala_stack(c_in, c_out, stride)
         features = nn.Sequential(*layers, nn.ReLU(inplace=True))
-        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles)
+        super().__init__(features, in_channels, n_actions, hidden, dueling, frame_size, quantiles, iqn_taus)
         _kaiming_init(self)
 
 
@@ -171,8 +216,8 @@ class StridedImpalaDQN(ImpalaDQN):
     """ImpalaDQN whose first conv has stride 2."""
 
     def __init__(self, in_channels: int, n_actions: int, hidden: int = 512, dueling: bool = False,
-                 frame_size: int = 84, quantiles: int = 0):
-        super().__init__(in_channels, n_actions, hidden, dueling, frame_size, quantiles, first_stride=2)
+                 frame_size: int = 84, quantiles: int = 0, iqn_taus: int = 0):
+        super().__init__(in_channels, n_actions, hidden, dueling, frame_size, quantiles, iqn_taus, first_stride=2)
 
 
 MODELS = {"batchnorm": BatchNormDQN, "nature": NatureDQN, "impala": ImpalaDQN, "impala-s": StridedImpalaDQN}
@@ -180,8 +225,10 @@ MODELS = {"batchnorm": BatchNormDQN, "nature": NatureDQN, "impala": ImpalaDQN, "
 BATCHNORM_MODELS = ("batchnorm", "impala", "impala-s")
 
 
-def build_model(arch: str, in_channels: int, n_actions: int, dueling: bool = False, quantiles: int = 0) -> nn.Module:
-    """Build a Q-network by name (a key of MODELS); ``quantiles`` > 0 makes it a QR-DQN."""
+def build_model(arch: str, in_channels: int, n_actions: int, dueling: bool = False, quantiles: int = 0,
+                iqn_taus: int = 0) -> nn.Module:
+    """Build a Q-network by name (a key of MODELS); ``quantiles`` > 0 makes it a QR-DQN, ``iqn_taus``
+    > 0 an IQN."""
     if arch not in MODELS:
         raise ValueError(f"model_arch={arch!r} is not a model; choose one of {sorted(MODELS)}")
-    return MODELS[arch](in_channels, n_actions, dueling=dueling, quantiles=quantiles)
+    return MODELS[arch](in_channels, n_actions, dueling=dueling, quantiles=quantiles, iqn_taus=iqn_taus)

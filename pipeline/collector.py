@@ -31,11 +31,12 @@ class CollectorSpec:
     dueling: bool
     seed: int
     quantiles: int = 0
+    iqn_taus: int = 0
 
     @classmethod
     def of(cls, cfg: Config) -> CollectorSpec:
         return cls(cfg.env, cfg.env_options, cfg.collectors, cfg.learner.model_arch, cfg.learner.dueling, cfg.seed,
-                   cfg.learner.quantiles)
+                   cfg.learner.quantiles, cfg.learner.iqn_taus)
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ class Collector:
         self.env = BatchedEnv(spec.env, opts, spec.collectors.envs_per_collector, spec.collectors.env_threads)
         try:
             self.model = build_model(spec.model_arch, opts.frame_stack, self.env.n_actions, spec.dueling,
-                                     spec.quantiles).eval()
+                                     spec.quantiles, spec.iqn_taus).eval()
             self.rollout = Rollout(self.env, self.model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale,
                                    spec.collectors.act_bf16)
         except BaseException:

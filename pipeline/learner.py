@@ -1,6 +1,7 @@
-"""The DQN learner: n-step targets (Double DQN), the Huber loss of Q or QR-DQN's quantile Huber
-loss, mixed precision, gradient accumulation and target-network syncs. One code path for CPU and
-CUDA: only the autocast dtype, the GradScaler's ``enabled`` flag and the memory format differ."""
+"""The DQN learner: the networks' forwards for the learning rule (``pipeline/rules.py``: the
+n-step targets and the loss), mixed precision, torch.compile, the whole-update CUDA graph,
+gradient accumulation, the optimizer and target-network syncs. One code path for CPU and CUDA:
+only the autocast dtype, the GradScaler's ``enabled`` flag and the memory format differ."""
 from __future__ import annotations
 
 import copy
@@ -8,11 +9,12 @@ import math
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch.profiler import record_function
 
 from config_optimized import LearnerConfig
 from models import build_model
+
+from . import rules
 
 
 class TrainingDiverged(RuntimeError):
@@ -123,24 +125,6 @@ def lr_schedule(c: LearnerConfig, agent_steps: int) -> float:
     return c.lr + frac * (min(c.lr_end, c.lr) - c.lr)  # an --lr-end above --lr holds --lr (validate warns)
 
 
-def _pick(atoms: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-    """[B, n_actions, K] atoms, [B] actions -> the [B, K] atoms of each sample's action."""
-    return atoms.gather(1, actions.view(-1, 1, 1).expand(-1, 1, atoms.shape[2])).squeeze(1)
-
-
-def quantile_huber(theta: torch.Tensor, target: torch.Tensor, kappa: float = 1.0) -> torch.Tensor:
-    """QR-DQN's loss (Dabney et al. 2018, eq. 10) per sample: theta [B, K] quantiles at the
-    midpoints tau_i = (2i + 1) / 2K, target [B, K'] samples of the target distribution. The
-    pairwise tensor is B x K x K', so its cost grows with K squared: F.huber_loss is one fused
-    kernel each way, about 3x the speed of the Huber written out on a CPU."""
-    k = theta.shape[1]
-    tau = (torch.arange(k, device=theta.device, dtype=theta.dtype) + 0.5) / k
-    u = target.unsqueeze(1) - theta.unsqueeze(2)  # [B, K, K']: every quantile against every target sample
-    huber = F.huber_loss(u, torch.zeros_like(u), reduction="none", delta=kappa)
-    weight = (tau.view(1, k, 1) - (u.detach() < 0).to(u.dtype)).abs()
-    return (weight * huber).mean(2).sum(1) / kappa
-
-
 def sharing_copy(model: torch.nn.Module) -> torch.nn.Module:
     """A second module tree over the same parameter and buffer tensors: what the optimizer, a
     load_state_dict or a BatchNorm update writes into one, the other reads. Its own modules keep
@@ -152,8 +136,10 @@ class Learner:
     def __init__(self, cfg: LearnerConfig, in_channels: int, n_actions: int, device: torch.device):
         """Only the learner's part of the config: the network, optimizer, precision and targets."""
         self.cfg, self.device = cfg, device
+        self.rule = rules.Rule.of(cfg)
         configure_backends(device)
-        self.model = build_model(cfg.model_arch, in_channels, n_actions, cfg.dueling, cfg.quantiles).to(device)
+        self.model = build_model(cfg.model_arch, in_channels, n_actions, cfg.dueling, cfg.quantiles,
+                                 cfg.iqn_taus).to(device)
         self.memory_format = torch.channels_last if cfg.channels_last else torch.contiguous_format
         self.model = self.model.to(memory_format=self.memory_format)
         # bn_targets=running: eval forever, BatchNorm's running statistics. bn_targets=batch: train
@@ -283,40 +269,34 @@ class Learner:
             out[k] = t.contiguous(memory_format=torch.channels_last) if frames and not on_host else t
         return out
 
+    def _taus(self, b: dict) -> torch.Tensor | None:
+        """IQN: fractions drawn for one forward of the batch; None for the other rules."""
+        return rules.sample_taus(b["obs"].shape[0], self.rule.iqn_taus, self.device) if self.rule.iqn_taus else None
+
     def td_targets(self, b: dict) -> torch.Tensor:
-        """The n-step target of each sample, per atom: [B, 1] for DQN, [B, quantiles] for QR-DQN."""
+        """The n-step target of each sample, per atom ([B, 1] for DQN, [B, K'] for QR-DQN and IQN):
+        the target network's forwards (on s', and on s for Munchausen) and Double DQN's on s',
+        handed to ``rules.targets``."""
         with torch.no_grad(), self._autocast():
-            next_target = self.target.atoms(b["next_obs"]).float()
-            if self.cfg.double_dqn:
-                # running: the online weights in eval mode, so s' does not move the running
-                # statistics. batch: train mode, so a' is picked on the normalization Q(s) is
-                # trained with; s' then also enters the running statistics (replay data, as s is).
-                a_star = self.argmax_model.atoms(b["next_obs"]).mean(2).argmax(1)
-            else:
-                a_star = next_target.mean(2).argmax(1)
-            if self.cfg.bootstrap_epsilon > 0:  # the epsilon-greedy policy's next action, drawn
-                explore = torch.rand(a_star.shape, device=a_star.device) < self.cfg.bootstrap_epsilon
-                a_star = torch.where(explore, torch.randint_like(a_star, next_target.shape[1]), a_star)
-            next_atoms = _pick(next_target, a_star)
-        return b["return"].unsqueeze(1) + b["discount"].unsqueeze(1) * next_atoms
+            next_target = self.target.atoms(b["next_obs"], self._taus(b)).float()
+            # running: the online weights in eval mode, so s' does not move the running
+            # statistics. batch: train mode, so a' is picked on the normalization Q(s) is
+            # trained with; s' then also enters the running statistics (replay data, as s is).
+            # IQN picks a' on its fixed acting fractions, as the collectors act.
+            next_select = self.argmax_model.atoms(b["next_obs"]) if self.rule.selects_on_online else None
+            target_s = self.target.atoms(b["obs"], self._taus(b)).float() if self.rule.munchausen else None
+            return rules.targets(self.rule, b, next_target, next_select, target_s)
 
     def loss(self, b: dict):
-        """Per-sample Huber loss of Q(s, a) (DQN) or quantile Huber loss of its quantiles (QR-DQN),
-        importance-weighted under prioritized replay; also the TD errors and Q-values."""
+        """The rule's loss of Q(s, a) (``rules.loss``), importance-weighted under prioritized
+        replay; also the TD errors and Q-values."""
         with record_function("learner.targets"):
             target = self.td_targets(b)
         with record_function("learner.forward"):
+            taus = self._taus(b)
             with self._autocast():
-                theta = _pick(self.model.atoms(b["obs"]).float(), b["action"])
-            q = theta.mean(1)
-            td = target.mean(1) - q
-            if theta.shape[1] == 1:
-                per_sample = F.smooth_l1_loss(theta[:, 0], target[:, 0], reduction="none")
-            else:
-                per_sample = quantile_huber(theta, target)
-            if b.get("weights") is not None:
-                per_sample = per_sample * b["weights"]
-            return per_sample.mean(), td.detach(), q.detach()
+                theta_all = self.model.atoms(b["obs"], taus).float()
+            return rules.loss(self.rule, theta_all, target, b, taus)
 
     def update(self, micro_batches: list[dict]) -> dict:
         """One optimizer step over ``grad_accum_steps`` micro-batches (already on device).

@@ -5,7 +5,8 @@ import torch
 
 from config_optimized import Config
 from models import build_model
-from pipeline.learner import Learner, quantile_huber
+from pipeline.learner import Learner
+from pipeline.rules import quantile_huber
 
 
 def _learner(**kw):

@@ -44,6 +44,7 @@ LAYERS = {
     "pipeline.replay": 2,
     "pipeline.prefetch": 2,
     "pipeline.ratio": 2,
+    "pipeline.rules": 2,
     "pipeline.learner": 2,
     "pipeline.distributed.no_ray": 2,  # the data path's stand-in for Ray's intake: imports nothing
     "pipeline.distributed.errors": 2,

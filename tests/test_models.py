@@ -66,10 +66,10 @@ def _trained_stats(model):
     return model.eval()
 
 
-@pytest.mark.parametrize("arch, quantiles, dueling", [("batchnorm", 0, False), ("batchnorm", 51, False),
-                                                       ("batchnorm", 0, True), ("impala-s", 51, True),
-                                                       ("impala", 0, False), ("nature", 0, False)])
-def test_bf16_acting_matches_fp32_acting(arch, quantiles, dueling):
+@pytest.mark.parametrize("arch, quantiles, dueling, iqn_taus", [
+    ("batchnorm", 0, False, 0), ("batchnorm", 51, False, 0), ("batchnorm", 0, True, 0), ("impala-s", 51, True, 0),
+    ("impala", 0, False, 0), ("nature", 0, False, 0), ("batchnorm", 0, False, 8), ("impala-s", 0, True, 8)])
+def test_bf16_acting_matches_fp32_acting(arch, quantiles, dueling, iqn_taus):
     """A collector acting in bf16 (BatchNorm and the input scaling folded into bf16 convs on
     channels_last frames, the head's output layer in fp32) reads the Q-values fp32 reads to
     within bf16's rounding, picks the same greedy actions but where two actions' values are that
@@ -77,8 +77,8 @@ def test_bf16_acting_matches_fp32_acting(arch, quantiles, dueling):
     from models.acting import Bf16ActingNet
 
     torch.manual_seed(0)
-    m = _trained_stats(build_model(arch, 4, 6, dueling, quantiles))
-    net = Bf16ActingNet(m)
+    m = _trained_stats(build_model(arch, 4, 6, dueling, quantiles, iqn_taus))
+    net = Bf16ActingNet(m)  # IQN: its fixed acting fractions' embedding computed once per refresh
     assert not any(isinstance(x, torch.nn.BatchNorm2d) for x in net.modules())  # every one folded
     assert net.features[0].weight.dtype == torch.bfloat16
     x = _obs(64, seed=2)
@@ -95,13 +95,15 @@ def test_bf16_acting_matches_fp32_acting(arch, quantiles, dueling):
     assert all(p.dtype == torch.float32 for p in m.parameters())  # the trained network is untouched
 
 
-def test_bf16_acting_copy_follows_the_weights_it_is_refreshed_with():
+@pytest.mark.parametrize("head", [dict(quantiles=51), dict(iqn_taus=8)])
+def test_bf16_acting_copy_follows_the_weights_it_is_refreshed_with(head):
     """The acting copy has tensors of its own: new weights loaded into the network (as a
-    collector loads the learner's) reach it at ``refresh``, and only then."""
+    collector loads the learner's) reach it at ``refresh``, and only then (IQN's embedding of
+    its acting fractions included)."""
     from models.acting import Bf16ActingNet
 
     torch.manual_seed(0)
-    m, other = _trained_stats(BatchNormDQN(4, 6, quantiles=51)), _trained_stats(BatchNormDQN(4, 6, quantiles=51))
+    m, other = _trained_stats(BatchNormDQN(4, 6, **head)), _trained_stats(BatchNormDQN(4, 6, **head))
     net = Bf16ActingNet(m)
     x = _obs(16, seed=3).contiguous(memory_format=torch.channels_last)
     with torch.inference_mode():

@@ -244,7 +244,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
         raise ckpt.CheckpointError(f"checkpoint {checkpoint} has {meta['n_actions']} actions but {cfg.env} with "
                                    f"these settings has {env.n_actions}; was it trained with another action set?")
     model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"],
-                        meta.get("quantiles", 0))  # checkpoints from before QR-DQN have none
+                        meta.get("quantiles", 0), meta.get("iqn_taus", 0))  # checkpoints from before either have none
     model.load_state_dict(state["learner"]["model"])
     model.eval()
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame

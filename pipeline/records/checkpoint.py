@@ -25,7 +25,7 @@ def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_r
     state = {
         "meta": {"env": cfg.env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
                  "model_arch": cfg.learner.model_arch, "dueling": cfg.learner.dueling,
-                 "quantiles": cfg.learner.quantiles, "version": 1},
+                 "quantiles": cfg.learner.quantiles, "iqn_taus": cfg.learner.iqn_taus, "version": 1},
         "config": cfg.flat(),
         "learner": learner,
         "counters": counters,

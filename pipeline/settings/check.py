@@ -119,6 +119,20 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if not 0 <= lrn.bootstrap_epsilon < 1:
         bad("bootstrap_epsilon", "must be in [0, 1) (0 = the greedy bootstrap; --eval-epsilon's value bootstraps "
                                  "from the policy as it is judged)")
+    if lrn.quantiles < 0 or lrn.iqn_taus < 0:
+        bad("quantiles" if lrn.quantiles < 0 else "iqn_taus", "must be 0 (off) or a positive count")
+    if lrn.quantiles and lrn.iqn_taus:
+        bad("iqn_taus", f"and --quantiles {lrn.quantiles} are two rules (IQN draws its fractions, QR-DQN fixes them); "
+                        "add --quantiles 0 to train IQN, or drop --iqn-taus")
+    if lrn.munchausen:
+        if lrn.munchausen_tau <= 0:
+            bad("munchausen_tau", "must be positive (the softmax policy's temperature)")
+        if not 0 <= lrn.munchausen_alpha <= 1:
+            bad("munchausen_alpha", "must be in [0, 1] (the paper's 0.9)")
+        if lrn.munchausen_clip >= 0:
+            bad("munchausen_clip", "must be below 0 (tau log pi is at most 0; the paper's -1)")
+        if lrn.bootstrap_epsilon:
+            bad("bootstrap_epsilon", "does not apply with --munchausen, whose softmax policy values s'; drop one")
     if lrn.lr <= 0:
         bad("lr", "must be positive")
     if lrn.lr_decay_steps and lrn.lr_end <= 0:

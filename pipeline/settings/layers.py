@@ -35,7 +35,7 @@ def flatten(data: dict) -> dict:
 # Fields a saved run record never sets: they say where this start writes, not how it trains.
 RUN_CONTROL = ("resume", "run_dir", "overwrite")
 # What a resumed run cannot change: the checkpoint's network and replay were made for these.
-FIXED_ON_RESUME = ("env", "frame_stack", "model_arch", "dueling", "quantiles", "mario_actions")
+FIXED_ON_RESUME = ("env", "frame_stack", "model_arch", "dueling", "quantiles", "iqn_taus", "mario_actions")
 
 
 def _typed(name: str, value, where: str):
