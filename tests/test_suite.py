@@ -344,7 +344,7 @@ def test_suite_halving_screens_recipes_and_continues_the_winner(tmp_path, mark):
     assert marked_processes(mark) == []
 
 
-@pytest.mark.parametrize("screen", ["atari_screen.toml", "atari_screen_rr8.toml"])
+@pytest.mark.parametrize("screen", ["atari_screen.toml", "atari_screen_rr8.toml", "atari_screen_rules.toml"])
 def test_the_shipped_atari_screens_parse_and_check(screen):
     from bench.halving import read_recipes
     from bench.suite import pick_games
