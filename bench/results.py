@@ -149,8 +149,9 @@ def atari_suite(src: Source) -> dict:
                 if row.get("ours_low") is not None and len(row.get("ours_seeds", [])) > 1 else "")
     iqm = (f"IQM of human-normalized scores (BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert), 250k-500k: "
            f"**{row['ours']:.2f}**{interval} over seed{'s' if len(row['ours_seeds']) > 1 else ''} "
-           f"{', '.join(map(str, row['ours_seeds']))}; Dopamine CNN QR-DQN {row['CNN QR-DQN']:.2f}, "
-           f"CNN IQN {row['CNN IQN']:.2f}, Impala QR-DQN {row['Impala QR-DQN']:.2f} (the IQM of their 5-seed means)."
+           f"{', '.join(map(str, row['ours_seeds']))}; Dopamine (5 seeds each, the interval computed the same way) "
+           + ", ".join(f"{a} {row[a]:.2f} [{row[a + ' low']:.2f}, {row[a + ' high']:.2f}]"
+                       for a in ("CNN QR-DQN", "CNN IQN", "Impala QR-DQN")) + "."
            if row.get("ours") is not None else "IQM: not every Atari-5 game has finished its 250k-500k window.")
     return {"lines": lines + ["", iqm, f"Above CNN QR-DQN on {above} of 5 Atari-5 games{pong_from}.",
                               f"Trained on: {'; '.join(sorted(facts))}."],
@@ -276,7 +277,7 @@ def results_markdown(results: list[tuple[Source, dict]]) -> str:
            "at each frame; the *human-normalized* score is (score - random) / (human - random); the *IQM* "
            "(interquartile mean) averages the middle half of the scores over games and seeds, with a "
            "stratified-bootstrap interval (Agarwal et al. 2021); *QR-DQN* learns quantiles of the return "
-           "(Dabney et al. 2018). Dopamine's agents are the published 5-seed means under the same sticky actions.",
+           "(Dabney et al. 2018). Dopamine's agents are the published runs (5 seeds each) under the same sticky actions: per game their mean, in the IQM every seed.",
            ""]
     for src, res in results:
         out += [f"## {src.title}", "", f"`{src.command}`", ""] + res["lines"] + [""]

@@ -12,9 +12,10 @@ only read. So the same command continues an interrupted suite (or adds seeds to 
 on a finished one it only writes the report.
 
 A window's score is Dopamine's: the mean training return of the games that ended in it (epsilon
-as the recipe explores, every whole game, all lives). The anchors are the 5-seed means of
-Dopamine's baselines under the same sticky actions (``atari_anchors.json`` names the files); they
-play the full 18-action set where ``-v5`` ids give each game its minimal set.
+as the recipe explores, every whole game, all lives). The anchors are Dopamine's baselines
+under the same sticky actions (``atari_anchors.json`` names the files and holds each of their 5
+seeds): per game the 5-seed mean, in the IQM every seed, with its interval computed as ours is;
+they play the full 18-action set where ``-v5`` ids give each game its minimal set.
 """
 from __future__ import annotations
 
@@ -237,8 +238,8 @@ def suite_report(suite_dir: str | Path) -> dict:
 
 def iqm_row(games: dict, folders: dict, i: int, anchors: dict, agents: list[str]) -> dict:
     """Window ``i``'s IQM of human-normalized scores: ours over the Atari-5 games and the seeds
-    that finished the window on every one of them (with its 95% stratified-bootstrap interval),
-    and each anchor's over its 5-seed means."""
+    that finished the window on every one of them, and each anchor's over its 5 seeds, each with
+    its 95% stratified-bootstrap interval, computed the same way."""
     row = {"window": i + 1, "ours": None, "ours_low": None, "ours_high": None, "ours_games": 0, "ours_seeds": []}
 
     def score(g: dict, seed: str) -> float | None:
@@ -256,10 +257,12 @@ def iqm_row(games: dict, folders: dict, i: int, anchors: dict, agents: list[str]
         row["ours_low"], row["ours_high"] = iqm_interval(per_game)
         row["ours_seeds"] = [int(s) for s in seeds]
     for agent in agents:
-        vals = [human_normalized(anchors["games"][n]["dopamine"][agent][i], anchors["games"][n]["random"],
-                                 anchors["games"][n]["human"])
-                for n in IQM_GAMES if i < len(anchors["games"][n]["dopamine"][agent])]
-        row[agent] = iqm(vals) if len(vals) == len(IQM_GAMES) else None
+        per_game = [[human_normalized(v, anchors["games"][n]["random"], anchors["games"][n]["human"])
+                     for v in anchors["games"][n]["dopamine_seeds"][agent][i]]
+                    for n in IQM_GAMES if i < len(anchors["games"][n]["dopamine_seeds"][agent])]
+        whole = len(per_game) == len(IQM_GAMES)
+        row[agent] = iqm(per_game) if whole else None
+        row[f"{agent} low"], row[f"{agent} high"] = iqm_interval(per_game) if whole else (None, None)
     return row
 
 
@@ -293,9 +296,11 @@ def report_markdown(rep: dict) -> str:
                           + ("" if w["complete"] else "*") for w in g["windows"]) or "-"
         anchors = [" / ".join(_fmt(v) for v in g["anchors"].get(a, [])[:max(n, 1)]) or "-" for a in agents]
         lines.append(f"| {name} | {_fmt(g['random'])} | {_fmt(g['human'])} | {ours} | " + " | ".join(anchors) + " |")
-    iq = [" / ".join(_fmt(r[key]) if r[key] is not None else "-" for r in rep["iqm"]) for key in ("ours", *agents)]
-    iq[0] = " / ".join(f"{_fmt(r['ours'])} [{_fmt(r['ours_low'])}, {_fmt(r['ours_high'])}]"
-                       if r["ours"] is not None and r.get("ours_low") is not None else _fmt(r["ours"]) for r in rep["iqm"])
+    def with_interval(r: dict, key: str, low: str, high: str) -> str:
+        return (f"{_fmt(r[key])} [{_fmt(r[low])}, {_fmt(r[high])}]" if r.get(key) is not None and r.get(low) is not None
+                else _fmt(r.get(key)))
+    iq = [" / ".join(with_interval(r, "ours", "ours_low", "ours_high") for r in rep["iqm"])]
+    iq += [" / ".join(with_interval(r, a, f"{a} low", f"{a} high") for r in rep["iqm"]) for a in agents]
     lines.append(f"| **IQM, human-normalized** ({', '.join(IQM_GAMES)}) | 0 | 1 | **{iq[0]}** | "
                  + " | ".join(iq[1:]) + " |")
     lines.append("")
@@ -303,7 +308,7 @@ def report_markdown(rep: dict) -> str:
         if r["ours"] is not None and r.get("ours_low") is not None:
             lines.append(f"IQM {spans[r['window'] - 1]}: {_fmt(r['ours'])}, 95% stratified-bootstrap interval "
                          f"[{_fmt(r['ours_low'])}, {_fmt(r['ours_high'])}] over seeds "
-                         f"{', '.join(map(str, r['ours_seeds']))} (anchors: the IQM of their 5-seed means).")
+                         f"{', '.join(map(str, r['ours_seeds']))} (each anchor's over its 5 seeds, the same way).")
     for i in range(n):
         wins = [name for name, g in rep["games"].items() if name in IQM_GAMES and len(g["windows"]) > i
                 and g["windows"][i]["complete"] and g["windows"][i]["mean"] is not None
