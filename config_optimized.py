@@ -58,6 +58,10 @@ class CollectorConfig:
                            "as Mario's in as many groups): the emulators release the GIL", 1)
     act_bf16: bool = doc("collectors choose actions with the conv stack in bf16 (channels_last) and the Q head in "
                          "fp32; the CPU profiles turn it on where bf16 pays", False)
+    collector_device: str = doc("where the process collectors choose actions: on their own CPU core, or on the "
+                                "learner's CUDA GPU (a frame stack batch goes over and the actions come back; each "
+                                "collector process then holds a CUDA context of its own, and --act-bf16 means bf16 "
+                                "autocast there); Ray collectors act on their own CPU", "cpu", choices=("cpu", "cuda"))
     start_method: str = doc("multiprocessing start method", "spawn", choices=("spawn", "forkserver", "fork"))
     ring_capacity: int = doc("slots (transitions) in each collector's shared-memory ring", 4096)
     drop_when_full: bool = doc("drop (and count) transitions when a ring is full instead of waiting", False)

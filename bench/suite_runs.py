@@ -38,7 +38,8 @@ OWN_FLAGS = ("--env", "--total-steps", "--run-dir", "--resume", "--time-limit", 
 # recipe (the seed apart: a suite trains several).
 NOT_RECIPE = frozenset({
     "env", "total_steps", "seed", "profile", "device", "amp", "amp_dtype", "compile", "cuda_graphs", "channels_last",
-    "learner_threads", "follow_free_cores", "act_bf16", "env_threads", "start_method", "ring_capacity", "max_collector_restarts",
+    "learner_threads", "follow_free_cores", "act_bf16", "collector_device", "env_threads", "start_method",
+    "ring_capacity", "max_collector_restarts",
     "ray_address", "ray_batch", "ray_compress", "consolidation_batch", "prefetch_batches", "target_score",
     "time_limit", "run_dir", "resume", "overwrite", "checkpoint_interval", "save_replay", "tensorboard", "track",
     "wandb_project", "wandb_entity", "epoch_steps", "consolidation_log_interval"})

@@ -171,7 +171,7 @@ class Collector:
         self.env = BatchedEnv(spec.env, opts, spec.collectors.envs_per_collector, spec.collectors.env_threads)
         try:
             self.model = build_model(spec.model_arch, opts.frame_stack, self.env.n_actions, spec.dueling,
-                                     spec.quantiles, spec.iqn_taus).eval()
+                                     spec.quantiles, spec.iqn_taus).eval().to(spec.collectors.collector_device)
             self.rollout = Rollout(self.env, self.model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale,
                                    spec.collectors.act_bf16)
         except BaseException:

@@ -16,11 +16,14 @@ class Rollout:
     def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int,
                  reward_scale: float = 1.0, act_bf16: bool = False):
         """``act_bf16``: choose actions with a folded bf16 copy of ``model``
-        (``models.acting.Bf16ActingNet``, a pixel DQN of ``models``); whoever loads new weights
+        (``models.acting.Bf16ActingNet``, a pixel DQN of ``models``) on a CPU, under bf16 autocast
+        on a GPU; actions are chosen on the device ``model`` is on. Whoever loads new weights
         into ``model`` calls ``weights_loaded``."""
         self.env, self.model, self.clip, self.scale = env, model, clip_rewards, reward_scale
         self.act_bf16 = act_bf16
-        if act_bf16:
+        self.device = next(model.parameters()).device
+        self.on_host = self.device.type == "cpu"
+        if act_bf16 and self.on_host:
             from models.acting import Bf16ActingNet
 
             self.policy = Bf16ActingNet(model)
@@ -58,10 +61,14 @@ class Rollout:
         t0 = time.perf_counter_ns()
         with torch.inference_mode():
             obs = torch.from_numpy(self.stack)
-            if self.act_bf16:
-                obs = obs.contiguous(memory_format=torch.channels_last)  # oneDNN's bf16 convs run fastest on NHWC
-            q = self.policy(obs)
-            greedy = q.argmax(1).numpy()
+            if self.on_host:
+                if self.act_bf16:
+                    obs = obs.contiguous(memory_format=torch.channels_last)  # oneDNN's bf16 convs run fastest on NHWC
+                greedy = self.policy(obs).argmax(1).numpy()
+            else:  # the frames over, the actions back: the one wait is the .cpu()
+                with torch.autocast(self.device.type, torch.bfloat16, enabled=self.act_bf16):
+                    q = self.policy(obs.to(self.device))
+                greedy = q.argmax(1).cpu().numpy()
         explore = self.rng.random(M) < eps
         actions = np.where(explore, self.rng.integers(0, self.env.n_actions, M), greedy)
         t1 = time.perf_counter_ns()

@@ -22,6 +22,7 @@ so Ray stops them when it exits, however it exits.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import threading
 import time
 
@@ -107,7 +108,9 @@ class RayCollectors:
                     f"(each takes one); add nodes or lower --ray-collectors")
             actor_cls = ray.remote(num_cpus=1, max_restarts=col.max_collector_restarts, max_task_retries=0,
                                    scheduling_strategy="SPREAD")(self.actor_class)
-            spec = CollectorSpec.of(cfg)
+            # a Ray collector acts on its own node's CPU, whatever the process collectors use
+            spec = dataclasses.replace(CollectorSpec.of(cfg),
+                                       collectors=dataclasses.replace(col, collector_device="cpu"))
             actors = [actor_cls.remote(col.num_collectors + r, spec, col.ray_compress) for r in range(col.ray_collectors)]
             try:
                 nodes = ray.get([a.where.remote() for a in actors], timeout=START_TIMEOUT_S)

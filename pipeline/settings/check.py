@@ -82,6 +82,12 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("ray_collectors", "needs a cluster to start them in: add --ray-address HOST:PORT (or auto)")
     if col.ray_address and not col.ray_collectors:
         bad("ray_address", "starts no remote collector while --ray-collectors is 0; add --ray-collectors N")
+    if col.collector_device == "cuda":
+        if not hw.cuda:
+            bad("collector_device", "CUDA is not available on this machine; use --collector-device cpu")
+        if col.start_method == "fork":
+            bad("collector_device", "cuda cannot start in a forked collector (CUDA refuses a context in a child forked "
+                                    "after its parent used it); add --start-method spawn")
     if cfg.device == "cuda" and not hw.cuda:
         bad("device", "CUDA is not available on this machine; use --device cpu (or auto)")
     if cfg.device == "mps" and not hw.mps:
