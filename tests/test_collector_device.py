@@ -1,7 +1,6 @@
 """--collector-device: collectors choose actions on the CPU or on the learner's CUDA GPU. The
 settings are checked on any machine; the GPU path itself runs where CUDA is (bench/gpu/check.sh
 runs this file)."""
-import numpy as np
 import pytest
 import torch
 
@@ -10,7 +9,7 @@ from models import build_model
 from pipeline.rollout import Rollout
 from pipeline.settings.check import validate
 from pipeline.settings.hardware import Hardware
-from wrappers.batched import BatchStep
+from tests.noise_envs import NoiseEnvs
 
 
 def _hw(cuda):
@@ -26,22 +25,6 @@ def test_collectors_on_cuda_need_cuda_and_a_start_method_that_can_hold_it():
     validate(Config.of(collector_device="cuda", device="cuda"), _hw(True))
 
 
-class _NoiseEnvs:
-    """Eight envs whose frames are fresh noise each step, so every step asks the network anew."""
-    num_envs, n_actions = 8, 6
-
-    def __init__(self):
-        self.rng = np.random.default_rng(0)
-
-    def reset(self, seed=None):
-        return self.rng.integers(0, 256, (self.num_envs, 84, 84), dtype=np.uint8)
-
-    def step(self, actions):
-        no = np.zeros(self.num_envs, bool)
-        return BatchStep(self.reset(), np.zeros(self.num_envs, np.float32), no, no, no,
-                         np.full(self.num_envs, np.nan, np.float32), no)
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (bench/gpu/check.sh runs it)")
 @pytest.mark.parametrize("act_bf16", [False, True])
 def test_a_cuda_collector_device_picks_the_cpu_collectors_greedy_actions(act_bf16):
@@ -50,8 +33,8 @@ def test_a_cuda_collector_device_picks_the_cpu_collectors_greedy_actions(act_bf1
     gpu_model = build_model("batchnorm", 4, 6, quantiles=51).eval()
     gpu_model.load_state_dict(cpu_model.state_dict())
     gpu_model = gpu_model.to("cuda")
-    cpu, gpu = Rollout(_NoiseEnvs(), cpu_model, 4, False, seed=0), Rollout(_NoiseEnvs(), gpu_model, 4, False, seed=0,
-                                                                          act_bf16=act_bf16)
+    cpu, gpu = Rollout(NoiseEnvs(8), cpu_model, 4, False, seed=0), Rollout(NoiseEnvs(8), gpu_model, 4, False, seed=0,
+                                                                        act_bf16=act_bf16)
     assert gpu.device.type == "cuda" and gpu.policy is gpu_model  # no host-side acting copy on a GPU
     same = 0
     for _ in range(5):

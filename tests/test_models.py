@@ -139,21 +139,7 @@ def test_rollout_acting_in_bf16_plays_the_bf16_greedy_actions():
     announced (``weights_loaded``, as ``Collector.load_weights`` does) they follow the new ones."""
     from models.acting import Bf16ActingNet
     from pipeline.rollout import Rollout
-    from wrappers.batched import BatchStep
-
-    class NoiseEnvs:  # BatchedEnv's contract, random frames, never ending
-        num_envs, n_actions = 16, 6
-
-        def __init__(self):
-            self.rng = np.random.default_rng(0)
-
-        def reset(self, seed=None):
-            return self.rng.integers(0, 256, (self.num_envs, 84, 84), dtype=np.uint8)
-
-        def step(self, actions):
-            no = np.zeros(self.num_envs, bool)
-            return BatchStep(self.reset(), np.zeros(self.num_envs, np.float32), no, no, no,
-                             np.full(self.num_envs, np.nan, np.float32), no)
+    from tests.noise_envs import NoiseEnvs
 
     torch.manual_seed(0)
     model = _trained_stats(build_model("batchnorm", 4, 6, quantiles=51))
