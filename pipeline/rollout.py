@@ -21,7 +21,8 @@ class Rollout:
         into ``model`` calls ``weights_loaded``."""
         self.env, self.model, self.clip, self.scale = env, model, clip_rewards, reward_scale
         self.act_bf16 = act_bf16
-        self.device = next(model.parameters()).device
+        weight = next(model.parameters(), None)  # a policy without weights (a test's stand-in) acts on the host
+        self.device = weight.device if weight is not None else torch.device("cpu")
         self.on_host = self.device.type == "cpu"
         if act_bf16 and self.on_host:
             from models.acting import Bf16ActingNet
