@@ -243,3 +243,22 @@ def test_the_whole_update_step_trains_the_new_rules_as_the_eager_update(kw):
         for x, y in zip(eager.model.state_dict().values(), graphed.model.state_dict().values()):
             assert torch.equal(x, y), i
     assert graphed._static is not None and graphed.graph_error is None
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (bench/gpu/check.sh runs it)")
+@pytest.mark.parametrize("kw", [dict(iqn_taus=8, quantiles=0), dict(munchausen=True, quantiles=51)])
+def test_the_new_rules_capture_as_one_cuda_graph(kw):
+    # IQN draws its fractions on the device inside the captured update (CUDA graphs replay the
+    # generator's offsets), Munchausen adds a target forward on s: both are captured after the
+    # warm-ups and replay with finite figures and moving weights.
+    from pipeline.learner import GRAPH_WARMUP_UPDATES
+
+    torch.manual_seed(0)
+    lrn = Learner(Config.of(amp=True, **kw).learner, 4, 6, torch.device("cuda"))
+    lrn.graph_scope, lrn.compile_after = "update", 0
+    before = [p.detach().clone() for p in lrn.model.parameters()]
+    for i in range(GRAPH_WARMUP_UPDATES + 4):
+        out = lrn.update([lrn.to_device(_batch(32, seed=i, actions=6))])
+        assert not out["skipped"] and math.isfinite(out["loss"]), i
+    assert lrn.graphed and lrn.graph_error is None
+    assert any(not torch.equal(a, p) for a, p in zip(before, lrn.model.parameters()))

@@ -3,7 +3,7 @@
 #   1. the machine (GPU, host CPU, cores, versions);
 #   2. the CUDA tests (the learner on the GPU: batches, CUDA graphs, bit-for-bit paths; collectors
 #      acting on the GPU);
-#   2b. the collectors alone for 40 s each, acting on the host CPU and on the GPU (--collector-device);
+#   2b. the collectors alone for 25 s each, acting on the host CPU and on the GPU (--collector-device);
 #   3. Pong without sticky actions to +18 with the defaults (the auto profile), seed 1;
 #   4. its figures from the run's own records: agent steps/s, updates/s, the learner's busy
 #      share, the collectors' env/act split, minutes and agent steps to +18.
@@ -28,16 +28,16 @@ cat "$OUT/machine.txt"
 
 echo "== CUDA tests ($(left) s left)"
 [ "$(left)" -gt 300 ] || { echo "too little time left for the CUDA tests and a Pong run"; exit 1; }
-timeout 150 python3 -m pytest tests/test_learner.py tests/test_collector_device.py -q -p no:cacheprovider -x \
+timeout 180 python3 -m pytest tests/test_learner.py tests/test_collector_device.py tests/test_rules.py -q -p no:cacheprovider -x \
   -k "device or cuda or graph" \
   > "$OUT/cuda_tests.log" 2>&1
 echo "cuda tests rc=$?"; tail -5 "$OUT/cuda_tests.log"
 
 # The collectors alone, acting on the host CPU and on the GPU (--collector-device), the auto
-# profile's layout: 40 s each with learning held off, so the Speed lines show what they play.
+# profile's layout: 25 s each with learning held off, so the Speed lines show what they play.
 for dev in cpu cuda; do
-  timeout 60 python3 mario_rl_optimized.py --env ALE/Pong-v5 --sticky-actions 0 --seed 1 --collector-device $dev \
-    --learning-starts 1000000000 --epoch-steps 5000 --time-limit 0.67 --save-replay false --run-dir /tmp/act_$dev \
+  timeout 45 python3 mario_rl_optimized.py --env ALE/Pong-v5 --sticky-actions 0 --seed 1 --collector-device $dev \
+    --learning-starts 1000000000 --epoch-steps 5000 --time-limit 0.42 --save-replay false --run-dir /tmp/act_$dev \
     > "$OUT/collectors_${dev}.log" 2>&1
   echo "collectors on $dev rc=$?: $(grep '^\[MAIN\] Speed' "$OUT/collectors_${dev}.log" | tail -1)"
 done
