@@ -69,9 +69,9 @@ def bf16_speedup(cpu: str) -> tuple[float, str]:
         if known:
             return known, ""
         if live_runs():
-            return 0.0, (f"bf16 probe not run: other training runs hold this machine's cores, so a step's speed "
-                         f"now says little; bf16 follows the CPU's instructions this time and is measured at the "
-                         f"next start on a quiet machine")
+            return 0.0, ("bf16 probe not run: other training runs hold this machine's cores, so a step's speed "
+                         "now says little; bf16 follows the CPU's instructions this time and is measured at the "
+                         "next start on a quiet machine")
         speedup = measure_bf16_speedup()
         kept = f"kept in {path}"
         try:
