@@ -26,7 +26,7 @@ import torch
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_weights
 
-from .dqn import acting_taus, head_atoms
+from .dqn import head_atoms, midpoint_taus
 
 
 class _Cast(nn.Module):
@@ -108,7 +108,7 @@ class Bf16ActingNet(nn.Module):
             mine.weight.copy_(theirs.weight)
             mine.bias.copy_(theirs.bias)
         if self.phi is not None:
-            self.phi.copy_(self._tau_source[0](acting_taus(self.phi.shape[1])))
+            self.phi.copy_(self._tau_source[0](midpoint_taus(self.phi.shape[1])))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         x = torch.flatten(self.features(obs.to(torch.bfloat16)), 1)  # 0..255 are exact in bf16

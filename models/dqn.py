@@ -79,10 +79,11 @@ class _QHead(nn.Module):
         return self.q(x).view(-1, self.n_actions, self.n_atoms)
 
 
-def acting_taus(n: int, device=None) -> torch.Tensor:
-    """IQN's fixed fractions for acting and evaluation: the midpoints (2i + 1) / 2n, [1, n]. The
-    paper samples them; fixed ones make the greedy policy a function of the weights alone, so a
-    collector, an evaluation and Double DQN's argmax read the same Q."""
+def midpoint_taus(n: int, device=None) -> torch.Tensor:
+    """The midpoints (2i + 1) / 2n as fractions, [1, n]: QR-DQN's fixed quantile fractions, and
+    IQN's for acting and evaluation. The IQN paper samples those; fixed ones make the greedy policy
+    a function of the weights alone, so a collector, an evaluation and Double DQN's argmax read
+    the same Q."""
     return ((torch.arange(n, device=device, dtype=torch.float32) + 0.5) / n).unsqueeze(0)
 
 
@@ -139,7 +140,7 @@ class _PixelDQN(nn.Module):
         if self.tau_embedding is None:
             return self.head(x)
         if taus is None:
-            taus = acting_taus(self.iqn_taus, x.device)
+            taus = midpoint_taus(self.iqn_taus, x.device)
         return head_atoms(self.head, x, self.tau_embedding(taus))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

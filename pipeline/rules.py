@@ -14,7 +14,7 @@ the whole update stays one capturable graph. Each rule, read against its paper:
   (2i + 1) / 2K, each target quantile R + d theta_j(s', a'), the quantile Huber loss (eq. 10).
 - **IQN** (Dabney et al. 2018b): the quantile function at N fractions drawn from U(0, 1) for
   Q(s) and N' others for the target, the same loss over the pairs (eq. 3); Q is the mean over
-  fractions, and a' is chosen on ``rule.iqn_taus`` fixed midpoints (``models.dqn.acting_taus``).
+  fractions, and a' is chosen on ``rule.iqn_taus`` fixed midpoints (``models.dqn.midpoint_taus``).
 - **Munchausen** (Vieillard et al. 2020, eq. 2), on any of the above: pi = softmax(q / tau) of
   the target network's Q; the reward gains alpha * clip(tau log pi(a|s), l0, 0), and s' is
   valued softly, sum_a' pi(a'|s') (Z(s', a') - tau log pi(a'|s')), which replaces the argmax
@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from models.dqn import midpoint_taus
 
 
 @dataclass(frozen=True)
@@ -80,11 +82,6 @@ def sample_taus(batch: int, n: int, device: torch.device) -> torch.Tensor:
     return torch.rand(batch, n, device=device)
 
 
-def fixed_taus(k: int, like: torch.Tensor) -> torch.Tensor:
-    """QR-DQN's fractions: the midpoints (2i + 1) / 2K, [K]."""
-    return (torch.arange(k, device=like.device, dtype=like.dtype) + 0.5) / k
-
-
 def quantile_huber(theta: torch.Tensor, target: torch.Tensor, taus: torch.Tensor | None = None,
                    kappa: float = 1.0) -> torch.Tensor:
     """The quantile Huber loss per sample (QR-DQN eq. 10, IQN eq. 3): theta [B, K] quantiles at the
@@ -93,7 +90,7 @@ def quantile_huber(theta: torch.Tensor, target: torch.Tensor, taus: torch.Tensor
     / kappa, u_ij = target_j - theta_i. The pairwise tensor is B x K x K': F.huber_loss is one
     fused kernel each way, about 3x the Huber written out on a CPU."""
     if taus is None:
-        taus = fixed_taus(theta.shape[1], theta)
+        taus = midpoint_taus(theta.shape[1], theta.device)
     u = target.unsqueeze(1) - theta.unsqueeze(2)  # [B, K, K']: every quantile against every target sample
     huber = F.huber_loss(u, torch.zeros_like(u), reduction="none", delta=kappa)
     weight = (taus.to(u.dtype).view(-1, theta.shape[1], 1) - (u.detach() < 0).to(u.dtype)).abs()

@@ -17,6 +17,11 @@ class CheckpointError(RuntimeError):
     pass
 
 
+# The settings that decide what network the weights fit: kept in every checkpoint's meta, checked
+# by a resume against the run's own, and what --eval builds the network from.
+NETWORK_KEYS = ("model_arch", "dueling", "quantiles", "iqn_taus")
+
+
 def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_rng: dict,
                    best: dict | None = None) -> dict:
     """Everything --resume and --eval need, in the layout ``load`` checks: what the weights fit
@@ -24,8 +29,7 @@ def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_r
     random state (torch, Python, the replay sampler's), so a resumed run draws what it would have."""
     state = {
         "meta": {"env": cfg.env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
-                 "model_arch": cfg.learner.model_arch, "dueling": cfg.learner.dueling,
-                 "quantiles": cfg.learner.quantiles, "iqn_taus": cfg.learner.iqn_taus, "version": 1},
+                 **{k: cfg.get(k) for k in NETWORK_KEYS}, "version": 1},
         "config": cfg.flat(),
         "learner": learner,
         "counters": counters,

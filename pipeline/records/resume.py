@@ -25,7 +25,7 @@ def check_resume(cfg) -> None:
     state = ckpt.load(path, cfg.env, None, cfg.env_options.frame_stack)
     # The run's config.json keeps the network fixed on a resume; for a run saved before run records,
     # only the checkpoint can say what network its weights fit.
-    for key in ("model_arch", "dueling", "quantiles", "iqn_taus"):
+    for key in ckpt.NETWORK_KEYS:
         if key in state["meta"] and state["meta"][key] != cfg.get(key):
             raise ckpt.CheckpointError(f"checkpoint {path} was trained with --{key.replace('_', '-')} "
                                        f"{state['meta'][key]!r} but this run has {cfg.get(key)!r}; resume with the "
