@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
@@ -46,13 +48,45 @@ def measure_bf16_speedup(steps: int = 6) -> float:
     return statistics.median(times[False]) / statistics.median(times[True])
 
 
+OTHERS_BUSY_LIMIT = 0.25  # cores other processes may use while the probe measures and its figure is kept
+
+
+def _busy_seconds() -> tuple[float, float]:
+    """(CPU seconds all cores have been busy since boot, CPU seconds this process has run), or
+    (0.0, 0.0) where /proc/stat is missing (not Linux): the probe then cannot see other work."""
+    try:
+        ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    own = os.times()
+    # user nice system idle iowait irq softirq steal: steal is time the hypervisor gave away
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"), own.user + own.system
+
+
+def measured_alone(measure) -> tuple[float, float]:
+    """``measure()`` and the cores other processes kept busy while it ran (0.0 where that cannot be
+    seen, or over less than half a second, too short for the kernel's 10 ms ticks). The live-run
+    check before it misses a run that is starting beside this one (its collectors not yet
+    spawned, its imports running): one such start read 0.91x on a Zen 5 where a quiet probe reads
+    1.25-1.58x, and fp32 was kept for every later run."""
+    busy0, own0 = _busy_seconds()
+    t0 = time.perf_counter()
+    value = measure()
+    wall = time.perf_counter() - t0
+    busy1, own1 = _busy_seconds()
+    if wall < 0.5 or busy1 == 0.0:
+        return value, 0.0
+    return value, max(0.0, (busy1 - busy0) - (own1 - own0)) / wall
+
+
 def bf16_speedup(cpu: str) -> tuple[float, str]:
     """The kept speedup of ``cpu`` (``settings.hardware.cpu_name``), or else one measured now and
     kept, with a line for the run log saying which (empty when it was kept before). Measured
     under a lock beside the file: two runs started together measured against each other (one
     read 1.56x, the other chose fp32), so the second waits for the first's figure. Not measured
     while other training runs hold the cores: 0.0 (bf16 then follows the CPU's instructions) and
-    measured at the next start on a quiet machine. A read-only config folder: measured each time."""
+    measured at the next start on a quiet machine, nor kept where other processes kept the cores
+    busy while it measured. A read-only config folder: measured each time."""
     known = cached_bf16_speedup(cpu)
     if known:
         return known, ""
@@ -72,7 +106,11 @@ def bf16_speedup(cpu: str) -> tuple[float, str]:
             return 0.0, ("bf16 probe not run: other training runs hold this machine's cores, so a step's speed "
                          "now says little; bf16 follows the CPU's instructions this time and is measured at the "
                          "next start on a quiet machine")
-        speedup = measure_bf16_speedup()
+        speedup, others = measured_alone(measure_bf16_speedup)
+        if others > OTHERS_BUSY_LIMIT:
+            return 0.0, (f"bf16 probe not kept: other processes kept {others:.1f} cores busy while it measured "
+                         f"({speedup:.2f}x), so a step's speed said little; bf16 follows the CPU's instructions "
+                         "this time and is measured at the next start on a quiet machine")
         kept = f"kept in {path}"
         try:
             write_json(path, {**known_bf16_speedups()[1], speedup_key(cpu): round(speedup, 3)})  # whole or not at all

@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -323,6 +324,40 @@ def test_bf16_probe_is_not_run_while_other_runs_hold_the_cores(tmp_path, monkeyp
     speedup, line = bf16_probe.bf16_speedup("cpu A")
     assert speedup == 0.0 and "other training runs" in line and "quiet machine" in line
     assert hardware.cached_bf16_speedup("cpu A") == 0.0  # nothing kept: the next quiet start measures
+
+
+def test_bf16_probe_is_not_kept_when_other_work_used_the_cores_while_it_measured(tmp_path, monkeypatch):
+    from pipeline import bf16_probe
+    from pipeline.settings import hardware
+
+    monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
+    monkeypatch.setattr(bf16_probe, "live_runs", lambda: [])  # a run starting beside it: not yet seen
+    for others_busy, kept in ((1.0, False), (0.1, True)):  # cores other processes used over the 1 s
+        readings = iter([(100.0, 10.0), (100.0 + 1.0 + others_busy, 11.0)])  # (all cores busy, ours)
+        monkeypatch.setattr(bf16_probe, "_busy_seconds", lambda: next(readings))
+        clock = iter([0.0, 1.0])  # the measurement took one second
+        monkeypatch.setattr(bf16_probe, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+        monkeypatch.setattr(bf16_probe, "measure_bf16_speedup", lambda: 0.91)
+        speedup, line = bf16_probe.bf16_speedup("cpu A")
+        assert (hardware.cached_bf16_speedup("cpu A") == 0.91) is kept
+        if kept:
+            assert speedup == 0.91 and "kept in" in line
+        else:
+            assert speedup == 0.0 and "1.0 cores busy" in line and "quiet machine" in line
+
+
+def test_the_probes_readings_count_this_processs_own_cpu_time():
+    import time
+
+    from pipeline import bf16_probe
+
+    busy0, own0 = bf16_probe._busy_seconds()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 0.6:  # one core busy for 0.6 s, in this process
+        pass
+    busy1, own1 = bf16_probe._busy_seconds()
+    assert 0.4 < own1 - own0 < 0.9  # our own 0.6 s, at the kernel's 10 ms ticks
+    assert busy1 - busy0 > (own1 - own0) - 0.05  # and the machine's busy time holds it
 
 
 def test_bf16_speedup_probe_times_both_precisions():
