@@ -55,3 +55,15 @@ def catch_time_to_score(tmp_path_factory):
     time.sleep(0.5)
     left = {"processes": marked_processes(mark), "segments": sorted(set(Path("/dev/shm").glob("dqnrl_*")) - before)}
     return {"dir": d, "proc": out, "took": took, "left": left}
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_kept():
+    """Each test starts with the session's torch thread count: a run wired in-process sets its
+    learner's team (two threads on two cores), and a later in-process learner test on a loaded
+    machine then stalled at every OpenMP barrier (the IQN test took 360 s instead of ~25)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
