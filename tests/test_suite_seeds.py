@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,8 +111,12 @@ def test_report_gives_each_window_the_mean_and_range_over_seeds_and_the_iqm_inte
 
 
 def test_a_report_reads_a_suite_folder_from_before_seeds(tmp_path):
-    """docs/data keeps suites trained before seeds had folders: their games sit in the suite's folder."""
-    rep = S.suite_report(DATA)
+    """A suite trained before seeds had folders: its games sit in the suite's folder (docs/data's
+    seed-1 games, laid out so)."""
+    shutil.copy(DATA / "suite.json", tmp_path / "suite.json")
+    for game in (DATA / "seed1").iterdir():
+        shutil.copytree(game, tmp_path / game.name)
+    rep = S.suite_report(tmp_path)
     assert rep["seeds"] == [1]
     assert rep["games"]["Qbert"]["windows"][1]["mean"] == pytest.approx(1972, abs=1)
     assert rep["iqm"][1]["ours"] == pytest.approx(0.20, abs=0.01)
@@ -150,7 +155,7 @@ def test_a_folder_from_before_recipes_takes_its_first_games_recorded_recipe(tmp_
     (tmp_path / "seed1").mkdir()
     game = tmp_path / "seed1" / "Qbert"
     game.mkdir()
-    (game / "config.json").write_text((DATA / "Qbert" / "config.json").read_text())
+    (game / "config.json").write_text((DATA / "seed1" / "Qbert" / "config.json").read_text())
     options = {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []}
     (tmp_path / R.SUITE_FILE).write_text(json.dumps(options))
     recipe = R.claim_suite_dir(tmp_path, options, {"replay_ratio": 1.0}, [game])
