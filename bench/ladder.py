@@ -95,6 +95,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     win = [speed(b[0] - a[0], b[1] - a[1], b[2] - a[2], b[3] - a[3], {k: b[4][k] - a[4][k] for k in a[4]})
            for a, b in zip(samples, samples[1:])]
     med = lambda get: statistics.median(get(w) for w in win)  # noqa: E731
+    moved = [(b[1] - a[1], (b[2] - a[2]) * cfg.learner.effective_batch) for a, b in zip(samples, samples[1:])]
     return {"agent_steps_per_s": med(lambda w: w["agent_steps_per_s"]), "updates_per_s": med(lambda w: w["updates_per_s"]),
             "samples_per_s": med(lambda w: w["updates_per_s"]) * cfg.learner.effective_batch,
             "learner_busy": med(lambda w: w["learner_busy"]),
@@ -102,8 +103,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
             "collector_throttled": med(lambda w: w["collector_share"]["throttle"]),
             "drops": samples[-1][5] - samples[0][5], "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
             "windows": len(win), "compiled": trainer.learner.compiled,
-            "samples_per_agent_step": per_agent_step([(b[1] - a[1], (b[2] - a[2]) * cfg.learner.effective_batch)
-                                                      for a, b in zip(samples, samples[1:])]),
+            "samples_per_agent_step": per_agent_step(moved), "agent_steps_measured": sum(m[0] for m in moved),
             "profile": name, "settings": {k: cfg.get(k) for k in (
                 "model_arch", "amp", "compile", "batch_size", "grad_accum_steps", "num_collectors",
                 "envs_per_collector", "replay_ratio", "learner_threads", "channels_last")}}

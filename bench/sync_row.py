@@ -111,4 +111,5 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
     return {"agent_steps_per_s": statistics.median(rates), "updates_per_s": statistics.median(ups),
             "samples_per_s": statistics.median(ups) * bs, "learner_busy": statistics.median(busy),
             "collector_wait": None, "drops": 0, "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
-            "windows": len(rates), "samples_per_agent_step": per_agent_step(moved)}
+            "windows": len(rates), "samples_per_agent_step": per_agent_step(moved),
+            "agent_steps_measured": sum(m[0] for m in moved)}

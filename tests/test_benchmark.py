@@ -16,7 +16,8 @@ from tests.proc_utils import ROOT
 pytestmark = pytest.mark.slow
 
 ROW_KEYS = {"name", "agent_steps_per_s", "speedup_vs_baseline", "updates_per_s", "samples_per_s",
-            "bytes_per_transition", "peak_rss_mb", "learner_busy", "collector_wait", "drops", "samples_per_agent_step"}
+            "bytes_per_transition", "peak_rss_mb", "learner_busy", "collector_wait", "drops", "samples_per_agent_step",
+            "agent_steps_measured"}
 
 
 def _bench(*args, env=None, timeout=400):
@@ -44,8 +45,11 @@ def test_quick_ladder_and_components(tmp_path):
         assert ROW_KEYS <= r.keys(), r
         assert r["agent_steps_per_s"] > 0 and r["samples_per_s"] > 0
         # the replay ratio holds in every row: samples trained per agent step stays near 8 over
-        # the measured windows (from their totals, so a loaded machine's few steps a window count whole)
-        assert 5 < r["samples_per_agent_step"] < 11, r
+        # the measured windows (from their totals, so a loaded machine's few steps a window count
+        # whole), give or take one update's batch over the steps measured: a shared machine's
+        # 2-thread baseline played 8 agent steps in its one window and trained 3 batches of 32 (12)
+        slack = 3 + 32 / r["agent_steps_measured"]
+        assert abs(r["samples_per_agent_step"] - 8) < slack, r
     assert rows[0]["speedup_vs_baseline"] == 1.0
     # --quick compiles nothing: row 8 trains the machine's profile eager, and says so
     assert rows[3]["settings"]["compile"] is False and rows[3]["note"] == "compile off with --quick", rows[3]
