@@ -84,13 +84,15 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
     while True:
         steps += play(epsilon_schedule(cfg.collectors, steps))
         while ratio.update_due(steps, trained):
-            if t_learn is None:
-                t_learn = w_t = time.perf_counter()
-                w_steps, w_trained, w_update = steps, trained, update_s
             t0 = time.perf_counter()
             learner.update([learner.to_device(sample())])
             update_s += time.perf_counter() - t0
             trained += bs
+        if t_learn is None and trained:
+            # the first window starts paid up, after the first update: started before it, the window
+            # held one batch its own steps had not paid for (a slow row's one window read 12, not 8)
+            t_learn = w_t = time.perf_counter()
+            w_steps, w_trained, w_update = steps, trained, update_s
         if t_learn is not None and (now := time.perf_counter()) - w_t >= window_s:
             dt = now - w_t
             rates.append((steps - w_steps) / dt)
