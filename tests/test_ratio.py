@@ -62,3 +62,58 @@ def test_collectors_together_stay_within_the_head_start(n):
             if r.update_due(steps, trained):
                 trained += r.batch
     assert r.slack - n * envs <= min(leads) and max(leads) < r.slack + n * envs, leads  # the head start is used, once
+
+
+def test_ray_actors_held_back_stay_held_when_their_batches_come_back_short(monkeypatch):
+    """A Ray actor's steps count as played when requested and are corrected when its batch
+    comes back: fewer when the batch's final-observation records are records, not steps, or
+    none when the request failed. With a learner that trains nothing, the intake's real
+    request and receive (Ray faked) must keep two actors within one head start: the
+    corrections free no room by themselves, only the trainer's next allowance does."""
+    import sys
+    import types
+
+    from pipeline.distributed.intake import IN_FLIGHT, RayCollectors, RemoteSource
+    from pipeline.distributed.remote_collector import Batch
+    from pipeline.transition import LAST, is_agent_step
+
+    class RayError(Exception):
+        pass
+    batches, calls = {}, iter(range(10**6))
+
+    def collect(req):  # the actor plays req.steps of its 4 envs; 1 in 8 records ends a game
+        n = req.steps * 4
+        fields = {"flags": np.where(np.arange(n) % 8 == 7, LAST, 0).astype(np.uint8)}
+        ref = ("fail" if next(calls) % 7 == 3 else "ok", len(batches))
+        batches[ref] = Batch(np.zeros((n, 1, 1), np.uint8), fields, n - n // 8, 1, 1, 0, "node", req.launch)
+        return ref
+
+    def get(ref):
+        if ref[0] == "fail":
+            raise RayError("the envs raised")
+        return batches[ref]
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(
+        get=get, exceptions=types.SimpleNamespace(RayError=RayError, RayActorError=KeyError)))
+    actor = types.SimpleNamespace(collect=types.SimpleNamespace(remote=collect))
+    intake = RayCollectors.__new__(RayCollectors)
+    intake.sources = [RemoteSource(actor, i, "node") for i in range(2)]
+    intake.steps_per_request, intake.envs_per_collector = 16, 4
+    intake.weights, intake.launch_base, intake.global_steps = (0, [None]), 0, lambda: 0
+    intake.deaths_seen, intake.returns_seen = [], []
+    r = ReplayRatio(ratio=4.0, batch=32, start=0, streams=8)
+    parts = SimpleNamespace(ratio=r, blocks=lambda: [s.block for s in intake.sources],
+                            consolidator=SimpleNamespace(pending=intake.pending))
+    steps = 0
+    # The trainer refreshes the allowance far more often than a batch comes back: each of its
+    # turns here, the intake receives one batch per actor and tops its requests up.
+    for _ in range(300):
+        Pipeline.set_allowance(parts, steps, 0)
+        for src in intake.sources:
+            if src.in_flight:
+                intake._receive(src)
+            while src.ready:  # the consolidator takes what arrived, counting agent steps
+                steps += int(np.count_nonzero(is_agent_step(src.ready.popleft()[1]["flags"])))
+            src.taken = src.queued
+            while len(src.in_flight) < IN_FLIGHT and not src.block.held_back():
+                intake._request(src)
+    assert r.slack - 2 * 64 <= steps <= r.slack + 2 * 64, steps

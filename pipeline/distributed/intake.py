@@ -53,6 +53,18 @@ class RemoteBlock(CollectorBlock):
         self.bytes = 0          # batch bytes received (frames and fields)
         self.records = 0
 
+    def correct(self, steps: int) -> None:
+        """Count ``steps`` more (or, negative, fewer) as played, and move the allowance with them:
+        a batch that played fewer steps than requested (final-observation records are records,
+        not steps) or a request that failed frees no room by itself. The room goes back through
+        the learner's next ``allow``, which counts the run's steps and what is still in flight.
+        Freed here, each returning batch let a held-back actor send one more whole request, so
+        whenever the learner set the pace the actors played on past the replay ratio's head
+        start (a catch run with two restarted actors: 2,300 agent steps past it, the head start
+        1,000)."""
+        self.played += steps
+        self.allowed += steps
+
 
 class RemoteSource:
     """One actor, its requests in flight (oldest first) and its batches not yet consolidated."""
@@ -206,7 +218,7 @@ class RayCollectors:
         try:
             batch: Batch = ray.get(ref)
         except ray.exceptions.RayError as e:  # the actor died, or its envs raised (it lives on)
-            src.block.played -= requested
+            src.block.correct(-requested)
             if launch == src.launch:  # the first failure of this start
                 src.launch += 1
                 src.restarting = True
@@ -214,7 +226,7 @@ class RayCollectors:
                 if isinstance(e, ray.exceptions.RayActorError):  # the process is gone: Ray restarts it
                     src.down_since, src.probe = time.monotonic(), None
             return
-        src.block.played += batch.live - requested
+        src.block.correct(batch.live - requested)
         if launch != src.launch:  # a batch of a start that failed since: its streams ended
             return
         frames = batch.frames_array()
