@@ -60,8 +60,8 @@ class RemoteBlock(CollectorBlock):
         the learner's next ``allow``, which counts the run's steps and what is still in flight.
         Freed here, each returning batch let a held-back actor send one more whole request, so
         whenever the learner set the pace the actors played on past the replay ratio's head
-        start (a catch run with two restarted actors: 2,300 agent steps past it, the head start
-        1,000)."""
+        start (a catch run with two restarted actors led the learner by 2,316 agent steps; the
+        head start is 1,000)."""
         self.played += steps
         self.allowed += steps
 
