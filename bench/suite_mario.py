@@ -134,8 +134,9 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
         res = evaluate(weights, episodes, seed=play_seeds(seed)[how], epsilon=epsilon, log=lambda *_: None)
         out[how] = {"epsilon": epsilon, "seed": play_seeds(seed)[how], "flags": sum(res.flags),
                     "distance_mean": statistics.fmean(res.distances),
-                    "games": [{"distance": d, "length": n, "flag": f, "return": r}
-                              for d, n, f, r in zip(res.distances, res.lengths, res.flags, res.returns)]}
+                    "games": [{"distance": d, "length": n, "flag": f, "return": r, "random_near_end": k}
+                              for d, n, f, r, k in zip(res.distances, res.lengths, res.flags, res.returns,
+                                                       res.random_near_end)]}
         print(f"{tag}: {weights.name} ({at:,} agent steps) at epsilon {epsilon:g}: the flag in "
               f"{out[how]['flags']} of {episodes} fresh games, mean distance {out[how]['distance_mean']:,.0f}",
               flush=True)
@@ -219,6 +220,9 @@ def mario_markdown(rep: dict) -> str:
                         for g in sorted(play["games"], key=lambda g: g["distance"]) if not g["flag"]]
                 lines.append(f"Seed {seed}, {'greedy' if how == 'greedy' else 'epsilon ' + format(play['epsilon'], 'g')}: "
                              f"missed the flag at {', '.join(ends) if ends else 'no game'}.")
+    noisy = random_before_misses(rep)
+    if noisy:
+        lines += ["", noisy]
     machines: dict[str, list[str]] = {}
     for seed, s in rep["seeds"].items():
         if s["trained_on"]:
@@ -231,6 +235,24 @@ def mario_markdown(rep: dict) -> str:
         lines.append(f"Shared the machine: seed {', '.join(shared)} (beside other training runs): their minutes "
                      "are each a share of the machine, their agent steps as alone.")
     return "\n".join(lines)
+
+
+def random_before_misses(rep: dict) -> str:
+    """Whether the noise ends the games: of the games at epsilon that missed the flag, how many
+    had a random action in their last ``NEAR_END`` agent steps, against the share chance alone
+    gives an ``NEAR_END``-step stretch. Far above chance, the policy dies of its random actions
+    (a jump cut short); near it, of its own choices. Empty where no play recorded them."""
+    from pipeline.evaluation.evaluate import NEAR_END
+
+    misses = [g for s in rep["seeds"].values() for g in ((s["plays"] or {}).get("noisy") or {}).get("games", [])
+              if not g["flag"]]
+    if not misses or any("random_near_end" not in g for g in misses):  # plays from before it was counted
+        return ""
+    hit = sum(g["random_near_end"] > 0 for g in misses)
+    chance = 1 - (1 - rep["noisy_epsilon"]) ** NEAR_END
+    return (f"At epsilon {rep['noisy_epsilon']:g}, {hit} of the {len(misses)} games that missed the flag had a random "
+            f"action in their last {NEAR_END} agent steps (chance alone gives {NEAR_END} steps one "
+            f"{100 * chance:.0f}% of the time).")
 
 
 def plot_game_ends(rep: dict, path: str | Path) -> None:

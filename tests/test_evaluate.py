@@ -52,6 +52,23 @@ def test_epsilon_varies_the_actions():
     assert len({g.actions for g in games}) > 1
 
 
+def test_each_game_counts_the_random_actions_of_its_last_steps():
+    """A catch game lasts 6 agent steps, fewer than NEAR_END: greedy, none of them is random;
+    at epsilon 1, every one; a game cut at the step limit counts its steps up to the cut."""
+    from pipeline.evaluation.evaluate import NEAR_END
+
+    assert CATCH_STEPS < NEAR_END
+    for eps, want in ((0.0, 0), (1.0, CATCH_STEPS)):
+        rollout = _rollout(2)
+        games = play_games(rollout, 4, eps, 27_000)
+        rollout.env.close()
+        assert [g.random_near_end for g in games] == [want] * 4
+    rollout = _rollout(2)
+    games = play_games(rollout, 2, 1.0, 3)
+    rollout.env.close()
+    assert [g.random_near_end for g in games] == [3, 3]
+
+
 def test_a_game_past_the_step_limit_is_scored_where_it_stands_and_its_env_plays_no_more():
     rollout = _rollout(2)
     seen = []

@@ -2,6 +2,7 @@
 processes, rings, the consolidation thread, replay and learner must beat a random policy by a
 margin a broken learner cannot reach; then the user-facing outputs of that run are checked:
 metrics.jsonl, TensorBoard events, the learning-curve PNG, --eval and --video."""
+import dataclasses
 import json
 import uuid
 from pathlib import Path
@@ -100,3 +101,7 @@ def test_eval_result_warns_when_every_episode_was_the_same_game(tmp_path):
     assert data["all_episodes_identical"] and data["distances"] == [1116.0] * 5 and data["flags"] == [False] * 5
     varied = EvalResult("x", [1.0, 1.0], [6, 6], [], [], epsilon=0.05, action_digests=["ab12", "cd34"])
     assert not varied.identical and "Warning" not in varied.summary() and "epsilon 0.05" in varied.summary()
+    noisy = EvalResult("SuperMarioBros-1-1-v0", [3000.0, 1000.0, 900.0], [300, 100, 90], [3161.0, 1126.0, 1000.0],
+                       [True, False, False], epsilon=0.05, random_near_end=[0, 2, 0])
+    assert "flag reached 1/3 (1 of the 2 misses with a random action in their last 8 steps)" in noisy.summary()
+    assert "misses" not in dataclasses.replace(noisy, epsilon=0.0).summary()  # greedy: no random action to count

@@ -53,7 +53,7 @@ def _seed(suite: Path, seed: int, flags: list[bool], steps: int = 800_000, kept_
     (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     R.mark_done(run, STAGE, {"agent_steps": steps, "wall_s": 60.0 * steps / 100_000})
     games = [{"distance": 3161.0 if f else 1300.0 + 100 * i, "length": 400 if f else 2000 - 500 * (i % 2),
-              "flag": f, "return": 300.0} for i, f in enumerate(flags)]
+              "flag": f, "return": 300.0, "random_near_end": int(not f and i % 2 == 0)} for i, f in enumerate(flags)]
     plays = {"weights": "best_eval.pt", "weights_sha256": "x", "episodes": len(flags), "agent_steps": kept_at}
     for how, eps in (("greedy", 0.0), ("noisy", 0.05)):
         plays[how] = {"epsilon": eps, "seed": M.play_seeds(seed)[how], "flags": sum(flags),
@@ -77,6 +77,9 @@ def test_report_gives_flags_kept_weights_and_where_the_games_ended(tmp_path):
     assert "| 450,000 (4.5) | 800,000 (8.0) |" in md
     assert "Seed 2, epsilon 0.05: missed the flag at x 2,000 (1,500 steps), x 2,100 (2,000 steps), " \
            "x 2,200 (1,500 steps)." in md
+    # of the 4 misses at epsilon (seed 1's game 9, seed 2's games 7, 8, 9), games 8 had a random action near the end
+    assert "At epsilon 0.05, 1 of the 4 games that missed the flag had a random action in their last 8 agent " \
+           "steps (chance alone gives 8 steps one 34% of the time)." in md
     assert (tmp_path / "suite_report.png").stat().st_size > 10_000
 
 

@@ -3,6 +3,7 @@ prints mean and median return (Mario: distance and flag rate) and can record one
 MP4 at the game's own resolution."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -19,12 +20,15 @@ from ..records import checkpoint as ckpt
 from ..records.files import EVAL_NAME
 from ..records.record import append_jsonl, write_json
 from ..settings.layers import trained_config
-from ..transition import EP_END, FLAG_GET, LAST, TERM, TRUNC
+from ..transition import EP_END, EXPLORED, FLAG_GET, LAST, TERM, TRUNC
 
 # How the games are played, which an evaluation may change from what the run trained with (as
 # Machado et al. 2018 evaluate agents with and without sticky actions); every other setting is
 # the checkpoint's own.
 PLAY_OPTIONS = ("sticky_actions", "noop_max")
+# A game's last agent steps in which a random action (epsilon's) is counted: 8 steps are 32 NES
+# frames, about the rise of Mario's highest jump, which a random action without A cuts short.
+NEAR_END = 8
 
 
 @dataclasses.dataclass
@@ -40,6 +44,8 @@ class EvalResult:
     weights_sha256: str = ""  # the checkpoint file played: eval.json is of exactly these weights
     sticky_actions: float | None = None  # the games' sticky-action probability (None: the env has none)
     noop_max: int | None = None  # up to this many no-op steps began each game (None: the env has none)
+    # random actions (epsilon's) among each game's last NEAR_END agent steps: did the noise end it?
+    random_near_end: list[int] = dataclasses.field(default_factory=list)
 
     @property
     def identical(self) -> bool:
@@ -71,6 +77,10 @@ class EvalResult:
         if self.distances:
             s += (f", distance mean {statistics.fmean(self.distances):.0f}, best {max(self.distances):.0f}, "
                   f"flag reached {sum(self.flags)}/{n}")
+            misses = [k for k, f in zip(self.random_near_end, self.flags) if not f]
+            if self.epsilon > 0 and misses:  # did the noise end them? (chance: 1 - (1 - epsilon) ** NEAR_END)
+                s += (f" ({sum(k > 0 for k in misses)} of the {len(misses)} misses with a random action in their "
+                      f"last {NEAR_END} steps)")
         s += f", epsilon {self.epsilon:g}"
         if self.sticky_actions is not None:
             s += f", sticky actions {self.sticky_actions:g}, no-op starts 0-{self.noop_max}"
@@ -148,6 +158,7 @@ class Game:
     distance: float       # Mario's furthest x position; NaN for other games
     flag: bool
     actions: str          # digest of the actions taken: equal digests, equal games
+    random_near_end: int  # random actions (epsilon's) among its last NEAR_END agent steps
 
 
 def env_quotas(episodes: int, num_envs: int) -> list[int]:
@@ -165,6 +176,7 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
     quota = env_quotas(episodes, rollout.num_envs)
     played: list[list[Game]] = [[] for _ in quota]
     digests = [hashlib.sha1() for _ in quota]
+    recent = [collections.deque(maxlen=NEAR_END) for _ in quota]  # each game's last steps: random or not
     retired = np.zeros(rollout.num_envs, bool)
     while sum(map(len, played)) < episodes and not retired.all():
         _, fields, _, _ = rollout.step(epsilon)
@@ -178,11 +190,13 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
                 over = bool(flags[i] & EP_END)
             else:
                 digests[i].update(bytes((int(fields["action"][i]),)))
+                recent[i].append(bool(flags[i] & EXPLORED))
                 over = int(fields["ep_len"][i]) >= max_steps  # ep_len counts this step
             if over:
                 played[i].append(Game(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
-                                      bool(flags[i] & FLAG_GET), digests[i].hexdigest()))
+                                      bool(flags[i] & FLAG_GET), digests[i].hexdigest(), sum(recent[i])))
                 digests[i] = hashlib.sha1()
+                recent[i].clear()
                 if not flags[i] & LAST:  # cut short: this env's game goes on, so it plays no more
                     retired[i] = True
                     left = quota[i] - len(played[i])
@@ -271,6 +285,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
             res.returns.append(game.ret)
             res.lengths.append(game.length)
             res.action_digests.append(game.actions)
+            res.random_near_end.append(game.random_near_end)
             if mario:
                 res.distances.append(game.distance)
                 res.flags.append(game.flag)
