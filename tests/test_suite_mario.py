@@ -77,7 +77,7 @@ def test_report_gives_flags_kept_weights_and_where_the_games_ended(tmp_path):
     assert "| 450,000 (4.5) | 800,000 (8.0) |" in md
     assert "Seed 2, epsilon 0.05: missed the flag at x 2,000 (1,500 steps), x 2,100 (2,000 steps), " \
            "x 2,200 (1,500 steps)." in md
-    # of the 4 misses at epsilon (seed 1's game 9, seed 2's games 7, 8, 9), games 8 had a random action near the end
+    # of the 4 misses at epsilon (seed 1's game 9, seed 2's games 7, 8, 9), seed 2's game 8 had a random action near the end
     assert "At epsilon 0.05, 1 of the 4 games that missed the flag had a random action in their last 8 agent " \
            "steps (chance alone gives 8 steps one 34% of the time)." in md
     assert (tmp_path / "suite_report.png").stat().st_size > 10_000

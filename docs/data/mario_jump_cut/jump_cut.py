@@ -6,7 +6,7 @@ import gym_super_mario_bros
 from gym_super_mario_bros.actions import RIGHT_ONLY
 from nes_py.wrappers import JoypadSpace
 
-NOOP, RIGHT, RIGHT_A = 0, 1, 2
+RIGHT, RIGHT_A = 1, 2  # RIGHT_ONLY: NOOP, right, right+A, right+B, right+A+B
 FRAMES = 4
 
 
