@@ -142,6 +142,11 @@ class LearnerConfig:
                                    "the greedy one (expected SARSA, one action drawn per target): the values of the "
                                    "policy as it plays at that epsilon, which steer clear of where one random action "
                                    "is fatal (Sutton and Barto's cliff walk); 0 = Q-learning's greedy bootstrap", 0.0)
+    weight_average: float = doc("Polyak averaging (Nikishin et al. 2018): evaluations, the kept weights and --eval play "
+                                "an exponential moving average of the online weights and BatchNorm statistics, moved "
+                                "this far toward its old value at each update (0.999 averages about the last 1,000 "
+                                "updates); the collectors still act with the online weights. 0 = off: the online weights",
+                                0.0)
     bn_targets: str = doc("BatchNorm statistics the s' forwards of the targets normalize with: the running ones "
                           "(eval mode), or the s' batch's own, as Q(s) is normalized in training", "running",
                           choices=("running", "batch"))

@@ -164,6 +164,14 @@ class Learner:
         # tensors, in eval mode for good, so no forward flips the online network's mode: a flip
         # walks every module, and a compiled loss would have to guard on it.
         self.argmax_model = self.model if cfg.bn_targets == "batch" else sharing_copy(self.model).eval()
+        # Polyak averaging (weight_average): the policy that evaluations and the kept weights play,
+        # an exponential moving average of the online weights and BatchNorm statistics, stepped
+        # after every optimizer step. Its own module in eval mode, never trained or compiled.
+        self.average: torch.nn.Module | None = None
+        if cfg.weight_average:
+            self.average = copy.deepcopy(self.model).eval()
+            for p in self.average.parameters():
+                p.requires_grad_(False)
         self.compiled = False  # see compile_due
         self.compile_after = COMPILE_AFTER_UPDATES  # a benchmark row compiles at once (0), before it measures
         self.compile_error: str | None = None  # why compiling failed at run time (the run trains eagerly)
@@ -492,10 +500,41 @@ class Learner:
         return outputs
 
     def _count_step(self) -> None:
-        """An optimizer step was taken (or, graphed, launched): counted, the target synced when due."""
+        """An optimizer step was taken (or, graphed, launched): counted, the average moved, the
+        target synced when due."""
         self.updates += 1
+        if self.average is not None:
+            self.step_average()
         if self.updates % self.cfg.target_update_interval == 0:
             self.sync_target()
+
+    def step_average(self) -> None:
+        """The average moves 1 - weight_average of the way to the online weights and BatchNorm
+        statistics (one foreach lerp over all of them); the batch counts are copied. A graphed
+        step that fused Adam skipped left the weights as they were, so the lerp is harmless."""
+        avg, online = self._average_pairs()
+        with torch.no_grad():
+            torch._foreach_lerp_(avg, online, 1.0 - self.cfg.weight_average)
+            for a, o in zip(*self._average_counts()):
+                a.copy_(o)
+
+    def _average_pairs(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        pairs = getattr(self, "_avg_pairs", None)
+        if pairs is None:
+            avg = [*self.average.parameters(), *(b for b in self.average.buffers() if b.is_floating_point())]
+            online = [*self.model.parameters(), *(b for b in self.model.buffers() if b.is_floating_point())]
+            pairs = self._avg_pairs = ([t.data for t in avg], [t.data for t in online])
+        return pairs
+
+    def _average_counts(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        return ([b for b in self.average.buffers() if not b.is_floating_point()],
+                [b for b in self.model.buffers() if not b.is_floating_point()])
+
+    @property
+    def policy(self) -> torch.nn.Module:
+        """The network whose greedy actions are the agent's when it is judged: the average
+        (weight_average), else the online network."""
+        return self.average if self.average is not None else self.model
 
     def _skipped(self, what: str, td_abs: list) -> dict:
         """A step not taken for a non-finite ``what``: counted, BatchNorm's statistics repaired,
@@ -520,7 +559,8 @@ class Learner:
     def is_finite(self) -> bool:
         """Every weight and BatchNorm statistic is finite: the model is fit to be saved."""
         # One host sync for all tensors: the trainer asks before every weight push.
-        return bool(torch.stack([torch.isfinite(t).all() for t in (*self.model.parameters(), *self.model.buffers())
+        nets = (self.model,) if self.average is None else (self.model, self.average)
+        return bool(torch.stack([torch.isfinite(t).all() for net in nets for t in (*net.parameters(), *net.buffers())
                                  if t.is_floating_point()]).all())
 
     def require_finite(self) -> None:
@@ -550,12 +590,18 @@ class Learner:
         optimizer = self.optimizer.state_dict()
         for group in optimizer["param_groups"]:
             group.update(lr=float(group["lr"]), capturable=False)
-        return {"model": self.model.state_dict(), "target": self.target.state_dict(),
-                "optimizer": optimizer, "scaler": self.scaler.state_dict(), "updates": self.updates}
+        state = {"model": self.model.state_dict(), "target": self.target.state_dict(),
+                 "optimizer": optimizer, "scaler": self.scaler.state_dict(), "updates": self.updates}
+        if self.average is not None:
+            state["average"] = self.average.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
         self.target.load_state_dict(state["target"])
+        if self.average is not None:
+            # a run that averaged none yet (--weight-average added on resume) starts from the online weights
+            self.average.load_state_dict(state.get("average") or state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         # Adam's restored param groups carry the checkpoint's settings; the run's own win, so a resume
         # with --lr or --adam-eps (which the run log names as a change) trains with what it names.

@@ -208,7 +208,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         f"{col.num_collectors} collector(s) x {col.envs_per_collector} envs on {col.env_threads} thread(s) "
         f"({col.start_method}), acting in {'bf16' if col.act_bf16 else 'fp32'}"
         f"{' on cuda' if col.collector_device == 'cuda' else ''}, "
-        f"rule {learner.rule.label}, batch {lrn.batch_size} x {lrn.grad_accum_steps}, replay ratio {lrn.replay_ratio:g}, "
+        f"rule {learner.rule.label}{f', judged on its weights averaged at {lrn.weight_average:g}' if lrn.weight_average else ''}, batch {lrn.batch_size} x {lrn.grad_accum_steps}, replay ratio {lrn.replay_ratio:g}, "
         f"lr {lr_words(lrn)}, amp {learner.amp_dtype}, compile {lrn.compile}, learner threads {threads}, "
         f"replay {rep.buffer_size:,} x {replay.storage.bytes_per_transition():,.0f} B, "
         f"collector seeds {', '.join(map(str, collectors.seeds))}")

@@ -156,3 +156,37 @@ def test_a_game_without_sticky_actions_refuses_them_at_eval(tmp_path, capsys):
     assert not (run / "eval.json").exists()
     assert main(["--eval", str(run), "--episodes", "1"]) == 0
     assert json.loads((run / "eval.json").read_text())["sticky_actions"] is None
+
+
+def _one_action(state: dict, action: int) -> dict:
+    """Nature-network weights whose Q-values are 1 for ``action`` and 0 for the others, whatever the frame."""
+    state = {k: v.clone() for k, v in state.items()}
+    state["head.q.2.weight"].zero_()
+    state["head.q.2.bias"].zero_()
+    state["head.q.2.bias"][action] = 1.0
+    return state
+
+
+def test_eval_plays_the_weight_average_where_the_checkpoint_keeps_one(tmp_path):
+    """A checkpoint of a --weight-average run holds the online weights and their average: --eval
+    plays the average. Here the online weights always move left and the average always stays,
+    and the games played read as those of a checkpoint that always stays, not always left."""
+    import json
+
+    from mario_rl_optimized import main
+
+    def played(name, model_action, average_action=None):
+        (tmp_path / name).mkdir()
+        run = make_run(tmp_path / name)
+        state = torch.load(run / "checkpoint.pt", weights_only=False)
+        weights = state["learner"]["model"]
+        state["learner"]["model"] = _one_action(weights, model_action)
+        if average_action is not None:
+            state["learner"]["average"] = _one_action(weights, average_action)
+        torch.save(state, run / "checkpoint.pt")
+        assert main(["--eval", str(run), "--episodes", "12", "--seed", "5"]) == 0
+        return json.loads((run / "eval.json").read_text())["returns"]
+
+    stays, lefts = played("stays", 1), played("lefts", 0)
+    assert stays != lefts  # the two policies play the same games differently
+    assert played("averaged", 0, average_action=1) == stays

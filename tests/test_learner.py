@@ -453,3 +453,48 @@ def test_autocast_is_bf16_except_on_cuda_gpus_without_it():
     assert amp_dtype_for(cuda, True, "bf16", cuda_bf16=False) == torch.bfloat16
     assert amp_dtype_for(cuda, False) is None
 
+
+
+def test_the_weight_average_follows_the_online_weights_and_statistics_at_its_decay():
+    """--weight-average 0.9: after each update the average holds 0.9 of itself and 0.1 of the
+    online weights and BatchNorm statistics (the batch counts copied); checkpoints carry it,
+    a resume loads it back, and a run that kept none starts it from the online weights."""
+    from pipeline.records.checkpoint import policy_weights
+    lrn = _learner(weight_average=0.9, lr=1e-3)
+    assert lrn.policy is lrn.average and not lrn.average.training
+    b = lrn.to_device(_batch(32))
+    expected = {k: v.clone() for k, v in lrn.average.state_dict().items()}
+    for _ in range(3):
+        lrn.update([b])
+        for k, v in lrn.model.state_dict().items():
+            expected[k] = 0.9 * expected[k] + 0.1 * v if v.is_floating_point() else v.clone()
+    got = lrn.average.state_dict()
+    assert any("running_mean" in k for k in got) and any("num_batches_tracked" in k for k in got)
+    for k, v in expected.items():
+        assert torch.allclose(got[k], v, rtol=1e-5, atol=1e-6), k
+    assert not torch.allclose(got["head.q.2.weight"], lrn.model.state_dict()["head.q.2.weight"])
+    state = copy.deepcopy(lrn.state_dict())
+    assert policy_weights(state) is state["average"]
+    again = _learner(weight_average=0.9)
+    again.load_state_dict(state)
+    assert all(torch.equal(again.average.state_dict()[k], v) for k, v in got.items())
+    del state["average"]
+    fresh = _learner(weight_average=0.9)
+    fresh.load_state_dict(state)
+    assert all(torch.equal(fresh.average.state_dict()[k], v) for k, v in state["model"].items())
+
+
+def test_without_the_weight_average_the_online_network_is_the_policy():
+    from pipeline.records.checkpoint import policy_weights
+    lrn = _learner()
+    assert lrn.average is None and lrn.policy is lrn.model
+    state = lrn.state_dict()
+    assert "average" not in state and policy_weights(state) is state["model"]
+
+
+def test_a_non_finite_average_is_neither_published_nor_saved():
+    lrn = _learner(weight_average=0.99)
+    assert lrn.is_finite()
+    with torch.no_grad():
+        next(lrn.average.parameters()).fill_(float("nan"))
+    assert not lrn.is_finite()

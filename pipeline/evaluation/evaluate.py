@@ -259,7 +259,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
                                    f"these settings has {env.n_actions}; was it trained with another action set?")
     model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"],
                         meta.get("quantiles", 0), meta.get("iqn_taus", 0))  # checkpoints from before either have none
-    model.load_state_dict(state["learner"]["model"])
+    model.load_state_dict(ckpt.policy_weights(state["learner"]))
     model.eval()
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
     fps = (env.render_fps() or 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)

@@ -40,6 +40,12 @@ def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_r
     return state
 
 
+def policy_weights(learner: dict) -> dict:
+    """The weights a saved learner plays when judged: its Polyak average where the run kept one
+    (--weight-average), else its online network."""
+    return learner.get("average") or learner["model"]
+
+
 def restore_rng(state: dict) -> dict:
     """Set torch's and Python's random states from a checkpoint; returns the sampler's."""
     rng = state["rng"]

@@ -61,7 +61,7 @@ def model_card(repo_id: str, record: dict, evaluation: dict) -> str:
     }
     # JSON is valid YAML: no YAML writer needed for the front matter
     front = "\n".join(f"{k}: {json.dumps(v)}" for k, v in meta.items())
-    keys = ("model_arch", "dueling", "quantiles", "iqn_taus", "munchausen", "double_dqn", "n_step", "gamma",
+    keys = ("model_arch", "dueling", "quantiles", "iqn_taus", "munchausen", "double_dqn", "weight_average", "n_step", "gamma",
             "batch_size", "replay_ratio", "lr", "target_update_interval", "buffer_size", "eps_decay_steps", "eps_end",
             "frame_stack", "frame_skip", "clip_rewards", "seed")
     rows = "\n".join(f"| {k} | {cfg.get(k)!r} |" for k in keys if k in cfg)

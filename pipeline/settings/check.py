@@ -125,6 +125,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if not 0 <= lrn.bootstrap_epsilon < 1:
         bad("bootstrap_epsilon", "must be in [0, 1) (0 = the greedy bootstrap; --eval-epsilon's value bootstraps "
                                  "from the policy as it is judged)")
+    if not 0 <= lrn.weight_average < 1:
+        bad("weight_average", "must be in [0, 1) (0 = the online weights; 0.999 averages about the last 1,000 updates)")
     if lrn.quantiles < 0 or lrn.iqn_taus < 0:
         bad("quantiles" if lrn.quantiles < 0 else "iqn_taus", "must be 0 (off) or a positive count")
     if lrn.quantiles and lrn.iqn_taus:
