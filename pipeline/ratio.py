@@ -47,9 +47,27 @@ class ReplayRatio:
         return int(max(0, paid + self.slack - steps - in_flight))
 
 
-def shares(headroom: int, collectors: int) -> list[int]:
-    """``headroom`` agent steps shared out between ``collectors``, as equal as whole steps allow.
-    Each collector plays its allowance between two of the trainer's calls (an update, a
-    checkpoint), so the whole headroom to every one would let N of them run N times ahead."""
-    share, rest = divmod(max(0, headroom), max(1, collectors))
-    return [share + (i < rest) for i in range(collectors)]
+def shares(headroom: int, played: list[int]) -> list[int]:
+    """``headroom`` agent steps shared out between the collectors that have ``played`` so many
+    steps each. Each collector plays its allowance between two of the trainer's calls (an update,
+    a checkpoint), so the whole headroom to every one would let N of them run N times ahead.
+
+    Half goes out in equal parts, the rest to the collectors furthest behind first, at most
+    2 x headroom / N each. Equal parts alone let the first to wake spend the headroom: when the
+    learner sets the pace, one update frees a few steps (8 at ratio 4), each collector's part
+    rounds to a step or none, and the parts left unplayed are taken back at the next call. On a
+    2-core machine 8 collectors x 2 envs then played 5,069, 4,850, 2,248, 2,300, 80, 18, 0 and 15
+    steps per env in 25,000 agent steps: half the streams, and half the replay, stayed empty.
+    The equal half keeps a collector that has stopped (a restart) from holding the others back."""
+    n = len(played)
+    headroom = max(0, headroom)
+    base = headroom // (2 * n) if n else 0
+    out = [base] * n
+    rest, cap = headroom - base * n, max(1, -(-2 * headroom // max(1, n)))
+    for i in sorted(range(n), key=lambda i: (played[i], i)):
+        if rest <= 0:
+            break
+        give = min(cap, rest)
+        out[i] += give
+        rest -= give
+    return out

@@ -79,10 +79,10 @@ class Pipeline:
 
     def set_allowance(self, steps: int, samples_trained_run: int, hold: bool = False) -> None:
         """Hold collectors back when the learner falls behind the replay ratio (or all of them,
-        ``hold``): the headroom is the collectors' together, each gets its share."""
+        ``hold``): the headroom is the collectors' together, each gets its share, the ones behind first."""
         headroom = 0 if hold else self.ratio.allowance(steps, samples_trained_run, self.consolidator.pending())
         blocks = self.blocks()
-        for block, share in zip(blocks, shares(headroom, len(blocks))):
+        for block, share in zip(blocks, shares(headroom, [b.played for b in blocks])):
             block.allow(share)
 
     def publish(self) -> None:

@@ -64,6 +64,47 @@ def test_collectors_together_stay_within_the_head_start(n):
     assert r.slack - n * envs <= min(leads) and max(leads) < r.slack + n * envs, leads  # the head start is used, once
 
 
+def _played_when_the_learner_sets_the_pace(n=8, envs=2, turns=6_000):
+    """n collectors of ``envs`` envs behind a learner that trains one update a turn: the first
+    half wake first and play all they are allowed, the others wake every other turn for one step
+    (a collector process the OS runs later). Each one's agent steps at the end."""
+    r = ReplayRatio(ratio=4.0, batch=32, start=500, streams=n * envs)
+    blocks = [CollectorBlock(np.zeros(32, np.int64)) for _ in range(n)]
+    parts = SimpleNamespace(ratio=r, blocks=lambda: blocks, consolidator=SimpleNamespace(pending=lambda: 0))
+    trained = 0
+    for turn in range(turns):
+        steps = sum(b.played for b in blocks)
+        if r.update_due(steps, trained):
+            trained += r.batch
+        Pipeline.set_allowance(parts, steps, trained)
+        for i, b in enumerate(blocks):
+            if i < n // 2:
+                while not b.held_back():
+                    b.played += envs
+            elif turn % 2 and not b.held_back():
+                b.played += envs
+    return [b.played for b in blocks], sum(b.played for b in blocks) - (r.start + trained / r.ratio), r.slack
+
+
+def test_collectors_that_wake_late_still_get_their_share_of_the_steps():
+    """When the learner sets the pace each update frees a few steps; the collectors furthest
+    behind get them first, so a late waker's envs fill their part of the replay as the others'
+    do (with equal parts, the first to wake took nearly all: tests/test_ratio.py's history)."""
+    played, lead, slack = _played_when_the_learner_sets_the_pace()
+    assert min(played) >= 0.8 * max(played), played
+    assert lead <= slack + 8 * 2, lead  # and together they still stay within one head start
+
+
+def test_the_shares_add_up_to_the_headroom_and_give_each_collector_a_part():
+    from pipeline.ratio import shares
+    assert shares(0, [5, 0, 9]) == [0, 0, 0]
+    assert shares(8, [100, 0, 50, 100, 0, 100, 100, 100]) == [2, 2, 2, 0, 2, 0, 0, 0]  # the ones behind first
+    big = shares(1000, [0] * 4 + [10_000] * 4)
+    assert sum(big) == 1000 and min(big) == 1000 // 16  # half in equal parts: none is held at 0
+    assert big == [312, 312, 66, 62, 62, 62, 62, 62]  # 62 each, then up to 250 more to the ones behind
+    assert shares(7, []) == []
+
+
 def test_ray_actors_held_back_stay_held_when_their_batches_come_back_short(monkeypatch):
     """A Ray actor's steps count as played when requested and are corrected when its batch
     comes back: fewer when the batch's final-observation records are records, not steps, or
