@@ -167,11 +167,19 @@ class Learner:
         # Polyak averaging (weight_average): the policy that evaluations and the kept weights play,
         # an exponential moving average of the online weights and BatchNorm statistics, stepped
         # after every optimizer step. Its own module in eval mode, never trained or compiled.
+        # The tensors each step lerps (weights and float statistics) and copies (batch counts),
+        # listed once: load_state_dict copies into these same tensors.
         self.average: torch.nn.Module | None = None
+        self._lerped: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
+        self._copied: tuple[list[torch.Tensor], list[torch.Tensor]] = ([], [])
         if cfg.weight_average:
             self.average = copy.deepcopy(self.model).eval()
             for p in self.average.parameters():
                 p.requires_grad_(False)
+            nets = (self.average, self.model)
+            self._lerped = tuple([*(p.data for p in n.parameters()), *(b for b in n.buffers() if b.is_floating_point())]
+                                 for n in nets)
+            self._copied = tuple([b for b in n.buffers() if not b.is_floating_point()] for n in nets)
         self.compiled = False  # see compile_due
         self.compile_after = COMPILE_AFTER_UPDATES  # a benchmark row compiles at once (0), before it measures
         self.compile_error: str | None = None  # why compiling failed at run time (the run trains eagerly)
@@ -512,23 +520,10 @@ class Learner:
         """The average moves 1 - weight_average of the way to the online weights and BatchNorm
         statistics (one foreach lerp over all of them); the batch counts are copied. A graphed
         step that fused Adam skipped left the weights as they were, so the lerp is harmless."""
-        avg, online = self._average_pairs()
         with torch.no_grad():
-            torch._foreach_lerp_(avg, online, 1.0 - self.cfg.weight_average)
-            for a, o in zip(*self._average_counts()):
+            torch._foreach_lerp_(*self._lerped, 1.0 - self.cfg.weight_average)
+            for a, o in zip(*self._copied):
                 a.copy_(o)
-
-    def _average_pairs(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        pairs = getattr(self, "_avg_pairs", None)
-        if pairs is None:
-            avg = [*self.average.parameters(), *(b for b in self.average.buffers() if b.is_floating_point())]
-            online = [*self.model.parameters(), *(b for b in self.model.buffers() if b.is_floating_point())]
-            pairs = self._avg_pairs = ([t.data for t in avg], [t.data for t in online])
-        return pairs
-
-    def _average_counts(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        return ([b for b in self.average.buffers() if not b.is_floating_point()],
-                [b for b in self.model.buffers() if not b.is_floating_point()])
 
     @property
     def policy(self) -> torch.nn.Module:

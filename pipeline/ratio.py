@@ -60,10 +60,12 @@ def shares(headroom: int, played: list[int]) -> list[int]:
     steps per env in 25,000 agent steps: half the streams, and half the replay, stayed empty.
     The equal half keeps a collector that has stopped (a restart) from holding the others back."""
     n = len(played)
+    if not n:
+        return []
     headroom = max(0, headroom)
-    base = headroom // (2 * n) if n else 0
+    base = headroom // (2 * n)
     out = [base] * n
-    rest, cap = headroom - base * n, max(1, -(-2 * headroom // max(1, n)))
+    rest, cap = headroom - base * n, max(1, -(-2 * headroom // n))
     for i in sorted(range(n), key=lambda i: (played[i], i)):
         if rest <= 0:
             break

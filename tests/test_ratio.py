@@ -89,7 +89,7 @@ def _played_when_the_learner_sets_the_pace(n=8, envs=2, turns=6_000):
 def test_collectors_that_wake_late_still_get_their_share_of_the_steps():
     """When the learner sets the pace each update frees a few steps; the collectors furthest
     behind get them first, so a late waker's envs fill their part of the replay as the others'
-    do (with equal parts, the first to wake took nearly all: tests/test_ratio.py's history)."""
+    do (with equal parts the first half played 12,366 steps each here and the rest 8)."""
     played, lead, slack = _played_when_the_learner_sets_the_pace()
     assert min(played) >= 0.8 * max(played), played
     assert lead <= slack + 8 * 2, lead  # and together they still stay within one head start
