@@ -154,6 +154,33 @@ def test_mario_noop_start_plays_a_seeded_number_of_noops():
     assert len(log.actions) == counts[3]  # the seed decides
 
 
+def test_right_run_has_no_noop_for_the_agent_and_starts_with_one():
+    """right_run: three actions for the agent (all running or jumping right); the no-op starts
+    press the NOOP mapped after them, so a start stands still where right+B would run."""
+    from wrappers.mario import NoopStart, noop_action
+
+    env = make_env("SuperMarioBros-1-1-v0", noop_max=0, frame_stack=1, mario_actions="right_run")
+    assert env.action_space.n == 3 and env.get_wrapper_attr("get_action_meanings")() == [
+        "right B", "right A B", "right A", "NOOP"]
+    assert noop_action(env) == 3
+    log = ActionLog(env)
+    starts = NoopStart(log, 30)
+    xs = []
+    for seed in range(4):
+        log.actions.clear()
+        starts.reset(seed=seed)
+        assert set(log.actions) <= {3}
+        xs.append(starts.unwrapped._x_position)
+    assert len(set(xs)) == 1  # standing still: x does not depend on how many no-ops were drawn
+    with pytest.raises(ValueError, match="no NOOP"):
+        noop_action(_NoNoop(gym.make("CartPole-v1")))
+
+
+class _NoNoop(gym.Wrapper):
+    def get_action_meanings(self):
+        return ["LEFT", "RIGHT"]
+
+
 def test_mario_sticky_actions_repeat_the_previous_action_per_emulator_frame():
     from wrappers.mario import NoopStart, SkipMaxGray
 
@@ -295,7 +322,7 @@ def test_skip_max_gray_max_pools_flicker():
     assert pooled.step(0)[0].max() == 255 and plain.step(0)[0].max() == 0
 
 
-@pytest.mark.parametrize("name,n", [("right_only", 5), ("simple", 7), ("complex", 12)])
+@pytest.mark.parametrize("name,n", [("right_only", 5), ("simple", 7), ("complex", 12), ("right_run", 3)])
 def test_mario_action_sets(name, n):
     assert make_env("SuperMarioBros-1-1-v0", mario_actions=name).action_space.n == n
 
@@ -348,7 +375,8 @@ def test_mario_envs_on_threads_play_the_same_games_as_on_one():
 
 
 def _same_play(env_id: str, opts: EnvOptions, num_envs: int, steps: int, flag_at: int | None = None,
-               num_threads: int = 1, recorded_starts: bool = True) -> np.ndarray:
+               num_threads: int = 1, recorded_starts: bool = True,
+               choices: tuple = (1, 1, 1, 2, 0, 5, 6)) -> np.ndarray:
     """Plays the Python Mario envs and the native vector ones side by side with the same seeded,
     mostly right-moving actions; asserts every BatchStep field equal at every step and returns the
     rewards seen. At ``flag_at`` env 0's OperMode byte is set to 2 (a world's end) in both.
@@ -368,7 +396,7 @@ def _same_play(env_id: str, opts: EnvOptions, num_envs: int, steps: int, flag_at
             if t == flag_at:
                 for ram in (py.groups[0].envs[0].unwrapped.ram, nat.groups[0].rams[0]):
                     ram[0x0770] = 2
-            actions = rng.choice([1, 1, 1, 2, 0, 5, 6], size=num_envs)
+            actions = rng.choice(choices, size=num_envs)
             a, b = py.step(actions), nat.step(actions)
             for field in ("frames", "rewards", "terminated", "truncated", "reset", "x_pos", "flag"):
                 assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=field == "x_pos"), (t, field)
@@ -390,6 +418,17 @@ def test_native_mario_vector_plays_a_stage_as_the_python_envs_do(recorded_starts
     rewards = _same_play("SuperMarioBros-1-1-v0", opts, 3, 300, flag_at=20, num_threads=2,
                          recorded_starts=recorded_starts)
     assert (rewards <= -10).any() and (rewards == 15).any()
+
+
+@pytest.mark.parametrize("recorded_starts,sticky", [(True, 0.25), (False, 0.0)])
+def test_native_mario_vector_plays_right_run_as_the_python_envs_do(recorded_starts, sticky):
+    """right_run has no NOOP among the agent's actions: both kinds of env play the no-op starts
+    with the NOOP mapped after them (the starts differ from a start of right+B, the agent's
+    action 0), and the agent's three actions alike, sticky actions included."""
+    opts = EnvOptions(mario_actions="right_run", noop_max=8, sticky_actions=sticky)
+    rewards = _same_play("SuperMarioBros-1-1-v0", opts, 3, 300, num_threads=2, recorded_starts=recorded_starts,
+                         choices=(0, 0, 1, 2))
+    assert (rewards <= -10).any()  # it ran into a goomba or a pit, and was reset
 
 
 def test_native_mario_vector_plays_the_whole_game_as_the_python_envs_do():

@@ -22,7 +22,7 @@ import cv2
 import gymnasium as gym
 import numpy as np
 
-from .mario import action_set, gray_into
+from .mario import gray_into, joypad, noop_action
 from .options import EnvOptions
 from .registry import sticky_probability
 
@@ -91,7 +91,6 @@ class MarioVectorEnv:
     def __init__(self, env_id: str, opts: EnvOptions, num_envs: int):
         import gym_super_mario_bros
         from nes_py.vector_env import VectorNESEmulator
-        from nes_py.wrappers import JoypadSpace
 
         if not supports(env_id):
             raise ValueError(f"MarioVectorEnv plays Super Mario Bros and the Lost Levels, not {env_id!r}; use the "
@@ -102,14 +101,16 @@ class MarioVectorEnv:
         # writes a stage's world and area) and keeps that state as the one every reset restores.
         # The snapshot points into that env's emulator (loading it after the env closed crashed),
         # so the env lives as long as this one.
-        self.ref = JoypadSpace(gym_super_mario_bros.make(env_id).unwrapped, action_set(opts.mario_actions))
+        self.ref = joypad(gym_super_mario_bros.make(env_id).unwrapped, opts.mario_actions)
         smb = self.ref.unwrapped
         self.emu = None
         try:
             self.start = smb.dump_state()
             self.single_stage = bool(smb.is_single_stage_env)
-            self.buttons = np.array([self.ref._action_map[a] for a in range(self.ref.action_space.n)], np.uint8)
-            self.single_action_space = gym.spaces.Discrete(len(self.buttons))
+            # every mapped action, the no-op starts' NOOP included where the agent's set has none
+            self.buttons = np.array([self.ref._action_map[a] for a in range(len(self.ref._action_map))], np.uint8)
+            self.noop = noop_action(self.ref)
+            self.single_action_space = gym.spaces.Discrete(self.ref.action_space.n)
             self.emu = VectorNESEmulator(smb._rom_path, num_envs)
             self.rams = self.emu.rams        # live views of each emulator's 2 KB of RAM
             self.screens = self.emu.screens  # live views of each screen, read as RGB
@@ -287,7 +288,7 @@ class MarioVectorEnv:
         (NoopStart then resets and plays on)."""
         one = np.zeros(self.num_envs, bool)
         one[i] = True
-        noop = np.zeros(self.num_envs, np.int64)
+        noop = np.full(self.num_envs, self.noop, np.int64)
         ended = False
         for _ in range(count):
             _, term = self._play(one, noop, frames, x_out, flag_out)
@@ -328,7 +329,7 @@ class MarioVectorEnv:
          self.completion_rewarded[i]) = rest
         # StickyAction's draws over the no-op frames (all but the first have a last action: NOOP)
         self._sticky_draws(i, self.opts.frame_skip * k - 1 if k else 0)
-        self.last_action[i] = 0 if k else -1
+        self.last_action[i] = self.noop if k else -1
 
     # -- the vector env's interface ------------------------------------------------------------
     def reset(self, seed: int | None = None):

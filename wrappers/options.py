@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-MARIO_ACTION_SETS = ("right_only", "simple", "complex")  # gym-super-mario-bros' RIGHT_ONLY, SIMPLE_MOVEMENT, COMPLEX_MOVEMENT
+# gym-super-mario-bros' RIGHT_ONLY, SIMPLE_MOVEMENT and COMPLEX_MOVEMENT, and right_run (wrappers.mario.RIGHT_RUN)
+MARIO_ACTION_SETS = ("right_only", "simple", "complex", "right_run")
 
 
 def doc(text: str, default, *, choices: tuple | None = None, **kw):
@@ -34,6 +35,8 @@ class EnvOptions:
                                 "0.25, Mario: 0)", -1.0)
     mark_action: bool = doc("paint the previous action into each frame's bottom rows (a one-hot strip), so the network "
                             "sees what sticky actions may repeat", False)
-    mario_actions: str = doc("Mario action set", "simple", choices=MARIO_ACTION_SETS)
+    mario_actions: str = doc("Mario action set: right_only (NOOP, right, right+A, right+B, right+A+B), simple (7), "
+                             "complex (12), right_run (right+B, right+A+B, right+A: one in three holds no A)", "simple",
+                             choices=MARIO_ACTION_SETS)
     # not a setting: the replay and the networks are built for 84x84 frames
     frame_size: int = field(default=84, metadata={"fixed": True})
