@@ -423,8 +423,8 @@ def test_native_mario_vector_plays_a_stage_as_the_python_envs_do(recorded_starts
 @pytest.mark.parametrize("recorded_starts,sticky", [(True, 0.25), (False, 0.0)])
 def test_native_mario_vector_plays_right_run_as_the_python_envs_do(recorded_starts, sticky):
     """right_run has no NOOP among the agent's actions: both kinds of env play the no-op starts
-    with the NOOP mapped after them (the starts differ from a start of right+B, the agent's
-    action 0), and the agent's three actions alike, sticky actions included."""
+    with the NOOP mapped after them, and the agent's three actions alike, sticky actions
+    included (that those starts stand still is the test above)."""
     opts = EnvOptions(mario_actions="right_run", noop_max=8, sticky_actions=sticky)
     rewards = _same_play("SuperMarioBros-1-1-v0", opts, 3, 300, num_threads=2, recorded_starts=recorded_starts,
                          choices=(0, 0, 1, 2))
