@@ -14,12 +14,15 @@ from .transition import EP_END, EXPLORED, FIRST, FLAG_GET, LAST, TERM, TRUNC
 
 class Rollout:
     def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int,
-                 reward_scale: float = 1.0, act_bf16: bool = False):
+                 reward_scale: float = 1.0, act_bf16: bool = False, stall_steps: int = 0):
         """``act_bf16``: choose actions with a folded bf16 copy of ``model``
         (``models.acting.Bf16ActingNet``, a pixel DQN of ``models``) on a CPU, under bf16 autocast
         on a GPU; actions are chosen on the device ``model`` is on. Whoever loads new weights
-        into ``model`` calls ``weights_loaded``."""
+        into ``model`` calls ``weights_loaded``. ``stall_steps`` (``EnvOptions.stall_steps``):
+        the step after which an env's x has not passed its furthest for that many agent steps
+        ends the learning episode (TERM, the game goes on), as a lost life does."""
         self.env, self.model, self.clip, self.scale = env, model, clip_rewards, reward_scale
+        self.stall_steps = stall_steps
         self.act_bf16 = act_bf16
         weight = next(model.parameters(), None)  # a policy without weights (a test's stand-in) acts on the host
         self.device = weight.device if weight is not None else torch.device("cpu")
@@ -40,6 +43,9 @@ class Rollout:
         self.ep_len = np.zeros(M, np.int32)
         self.last_x = np.full(M, np.nan, np.float32)
         self.got_flag = np.zeros(M, bool)
+        self.furthest = np.full(M, -np.inf, np.float32)  # furthest x of each env's learning episode
+        self.still = np.zeros(M, np.int32)  # agent steps since it last grew
+        self.stalls = 0  # learning episodes ended by stall_steps
         self.env_ids = np.arange(M, dtype=np.uint16)
         self.act_ns = self.step_ns = 0
 
@@ -83,7 +89,19 @@ class Rollout:
         flags = np.zeros(M, np.uint8)
         flags[(self.first & live) | self.broken] |= FIRST
         self.broken[:] = False
-        flags[st.terminated & live] |= TERM
+        terminated = st.terminated & live
+        has_x = live & ~np.isnan(st.x_pos)
+        if self.stall_steps:
+            # The env's game goes on: the stall is the learning episode's end, as a lost life is
+            # with EpisodicLife. Measured from the furthest x, not the last one, so pacing back and
+            # forth in one place is standing still too.
+            ahead = has_x & (st.x_pos > self.furthest)
+            self.furthest[ahead] = st.x_pos[ahead]
+            self.still = np.where(ahead, 0, self.still + has_x)  # an env with no x (Atari) never stalls
+            stalled = live & ~terminated & (self.still >= self.stall_steps)
+            self.stalls += int(stalled.sum())
+            terminated |= stalled
+        flags[terminated] |= TERM
         flags[st.truncated & live] |= TRUNC
         flags[reset] |= LAST | EP_END
         flags[reset & self.got_flag] |= FLAG_GET
@@ -92,7 +110,6 @@ class Rollout:
         reward = np.where(live, learned, 0.0).astype(np.float32)
         self.ep_ret += np.where(live, st.rewards, 0.0)
         self.ep_len += live
-        has_x = live & ~np.isnan(st.x_pos)
         self.last_x[has_x] = st.x_pos[has_x]
         self.got_flag |= live & st.flag
         # The record holds the frame the action was taken on; its stack is rebuilt at sample time.
@@ -104,9 +121,10 @@ class Rollout:
         self.first &= reset  # a record was written for every live env; only reset envs start anew
         self.stack[:, :-1] = self.stack[:, 1:]
         self.stack[:, -1] = st.frames
-        restart_stack = reset | (st.terminated & live)  # a reset, or a lost life (EpisodicLife)
+        restart_stack = reset | terminated  # a reset, a lost life (EpisodicLife) or a stall
         if restart_stack.any():
             self.stack[restart_stack] = st.frames[restart_stack][:, None]
             self.first |= restart_stack
+            self.furthest[restart_stack], self.still[restart_stack] = -np.inf, 0
             self.ep_ret[reset], self.ep_len[reset], self.last_x[reset], self.got_flag[reset] = 0.0, 0, np.nan, False
         return frames, fields, int(live.sum()), int(reset.sum())

@@ -85,9 +85,8 @@ class Trainer:
             self.stop("target_score")
         p.evals.poll()
         if p.evals.finished and run.stop_at_flag and self.stop_reason is None:
-            flags, games = p.evals.last_flags
-            self.log(f"[MAIN] Finished: the kept weights reached the flag in {flags} of {games} fresh games "
-                     f"(epsilon {run.eval_epsilon:g}); stopping (--stop-at-flag false trains on)")
+            self.log(f"[MAIN] Finished: the kept weights reached the flag in every fresh game ({p.evals.last_flags}); "
+                     "stopping (--stop-at-flag false trains on)")
             self.stop("finished")
         elif self.stop_reason is None and p.evals.due(p.agent_steps()) and self.learner.updates:
             p.evals.start(p.save_checkpoint, p.agent_steps())

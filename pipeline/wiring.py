@@ -22,7 +22,7 @@ from . import shm
 from .consolidator import Consolidator
 from .control import ControlBlock
 from .distributed.no_ray import NoRayCollectors
-from .evaluation.periodic_eval import PeriodicEval
+from .evaluation.periodic_eval import PeriodicEval, run_eval_plan
 from .learner import Learner, flush_denormals, lr_schedule
 from .prefetch import Prefetcher
 from .ratio import ReplayRatio, shares
@@ -175,7 +175,8 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         books = RunBooks(cfg, hw, log, notes, start, t_start, learner, replay, n_actions)
         undo.callback(books.close)
         every = run.eval_interval
-        evals = PeriodicEval(Path(run.run_dir), every, run.eval_episodes, run.eval_epsilon, run.score_metric,
+        eval_metric, eval_epsilons = run_eval_plan(cfg)
+        evals = PeriodicEval(Path(run.run_dir), every, run.eval_episodes, eval_epsilons, eval_metric,
                              cfg.seed + 7_919, log, start.best_eval,
                              (start.agent_steps // every + 1) * every if every else 0)
         undo.callback(evals.close)

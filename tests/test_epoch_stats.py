@@ -43,8 +43,9 @@ def test_a_mario_epoch_line_shows_the_last_evaluations_flags():
     w = EpochWindow(PathMark(t=0.0, agent_steps=0, updates=0, collector_ns=start, consolidation_s=0.0))
     at = PathMark(t=10.0, agent_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0)
     means = ScoreTracker(metric="distance").window_means()
-    lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a", (7, 10)))
-    assert lines[0].endswith("Buffer: 1,000, Eval flags: 7/10")
+    lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a",
+                                             "9/10 greedy, 7/10 at 0.05"))
+    assert lines[0].endswith("Buffer: 1,000, Eval flags: 9/10 greedy, 7/10 at 0.05")
     lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a", None))
     assert lines[0].endswith("Buffer: 1,000")  # no evaluation yet: the line as it always was
 

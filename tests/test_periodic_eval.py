@@ -43,7 +43,7 @@ def evals(tmp_path, monkeypatch):
     rng = np.random.default_rng(0).bit_generator.state
     save = lambda name: ckpt.save(tmp_path / name, ckpt.training_state(cfg, 3, learner.state_dict(), {}, rng)) or tmp_path / name  # noqa: E731
     lines, script, asked = [], [], []
-    ev = pe.PeriodicEval(tmp_path, 1000, 3, 0.05, "return", 100, lines.append)
+    ev = pe.PeriodicEval(tmp_path, 1000, 3, (0.05,), "return", 100, lines.append)
 
     def launch(path, games_seed, phase):
         asked.append((phase, games_seed))
@@ -53,8 +53,13 @@ def evals(tmp_path, monkeypatch):
     return ev, save, script, asked, lines, tmp_path
 
 
-def _res(returns, flags=None):
-    return {"returns": returns, "lengths": [6] * len(returns), "distances": [], "flags": flags or []}
+def _res(returns, flags=None, epsilon=0.05):
+    return {"plays": [_play(returns, flags, epsilon)]}
+
+
+def _play(returns, flags=None, epsilon=0.05, distances=None):
+    return {"epsilon": epsilon, "returns": returns, "lengths": [6] * len(returns), "distances": distances or [],
+            "flags": flags or []}
 
 
 def test_a_lucky_screening_is_not_kept_unless_fresh_games_confirm_it(evals):
@@ -92,5 +97,67 @@ def test_a_confirmation_with_every_flag_is_a_finished_agent(evals):
     ev.poll()
     assert not ev.finished  # a screening alone never finishes the run
     ev.poll()
-    assert ev.finished and ev.last_flags == (3, 3) and ckpt.load(run_dir / BEST_EVAL_NAME)["best"]["flags"] == 3
+    assert ev.finished and ev.last_flags == "3/3 at 0.05" and ckpt.load(run_dir / BEST_EVAL_NAME)["best"]["flags"] == 3
     assert "flag in 3/3" in lines[-1]
+
+
+def test_eval_plan_plays_mario_greedy_and_under_noise_and_other_games_as_asked():
+    assert pe.eval_plan(True, 0.05, "distance") == ("flags", (0.0, 0.05))
+    assert pe.eval_plan(True, 0.0, "distance") == ("flags", (0.0,))
+    assert pe.eval_plan(False, 0.05, "return") == ("return", (0.05,))
+
+
+def test_flag_score_keeps_the_fewer_flags_then_all_flags_then_distance():
+    s = pe.flag_score
+    # the fewer of the two counts decides: 9 greedy and 6 noisy is below 7 and 7
+    assert s([9, 6], 10, [3000.0] * 20) < s([7, 7], 10, [2000.0] * 20) < s([8, 8], 10, [100.0] * 20)
+    # a tie on the fewer goes to more flags in all, whatever the distance
+    assert s([8, 10], 10, [1000.0] * 20) > s([8, 9], 10, [3300.0] * 20)
+    # then to the longer mean distance
+    assert s([8, 9], 10, [3100.0] * 20) > s([8, 9], 10, [3000.0] * 20)
+    # no tie-break reaches the next flag, at any number of games
+    for games in (4, 10, 1000):
+        assert s([3, 3], games, [99_999.0] * 2 * games) < s([4, 4], games, [0.0] * 2 * games)
+        assert 3 <= s([3, 3], games, [99_999.0] * 2 * games) < 4
+
+
+def test_mario_keeps_weights_by_the_fewer_flags_of_greedy_and_noisy_games(tmp_path, monkeypatch):
+    """Weights that reach the flag in every noisy game but stand at a wall in greedy ones are not
+    kept over weights that do well both ways; a finished agent needs every flag both ways."""
+    cfg = Config.of(amp=False, run_dir=str(tmp_path))
+    learner = Learner(cfg.learner, 4, 3, torch.device("cpu"))
+    rng = np.random.default_rng(0).bit_generator.state
+    save = lambda name: ckpt.save(tmp_path / name, ckpt.training_state(cfg, 3, learner.state_dict(), {}, rng)) or tmp_path / name  # noqa: E731
+    lines, script = [], []
+    ev = pe.PeriodicEval(tmp_path, 1000, 2, (0.0, 0.05), "flags", 100, lines.append)
+
+    def launch(path, games_seed, phase):
+        played = _Played(script.pop(0))
+        ev.proc, ev.conn, ev.phase, ev.games_seed = played, played, phase, games_seed
+    monkeypatch.setattr(ev, "_launch", launch)
+
+    def both(greedy, noisy):
+        return {"plays": [_play([1.0, 1.0], greedy, 0.0, [3000.0, 3000.0]), _play([1.0, 1.0], noisy, 0.05, [3100.0] * 2)]}
+
+    script += [both([True, True], [True, False])] * 2  # 2 greedy, 1 noisy: kept, score 1.x
+    ev.start(save, 1000)
+    ev.poll()
+    ev.poll()
+    best = ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]
+    assert best["metric"] == "flags" and 1 < best["score"] < 2 and best["flags"] == 3
+    assert best["plays"] == [{"epsilon": 0.0, "flags": 2, "games": 2}, {"epsilon": 0.05, "flags": 1, "games": 2}]
+    assert ev.last_flags == "2/2 greedy, 1/2 at 0.05" and not ev.finished
+    assert "flag in 2/2 greedy, 1/2 at 0.05 fresh games" in lines[-1]
+
+    script += [both([False, False], [True, True])]  # every noisy flag, no greedy one: below the best
+    ev.start(save, 2000)
+    ev.poll()
+    assert ev.proc is None and "confirming" not in lines[-1]
+
+    script += [both([True, True], [True, True])] * 2  # every flag both ways: a finished agent
+    ev.start(save, 3000)
+    ev.poll()
+    ev.poll()
+    assert ev.finished and ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]["agent_steps"] == 3000
+    rows = [json.loads(x) for x in (tmp_path / EVALS_NAME).read_text().splitlines()]
+    assert [len(r["flags"]) for r in rows] == [4] * 5 and [len(r["plays"]) for r in rows] == [2] * 5

@@ -233,10 +233,12 @@ def test_a_resume_takes_the_bar_from_the_kept_weights_themselves(tmp_path):
     base = {"meta": {"env": "x"}, "learner": {}}
     ckpt.save(tmp_path / "best_eval.pt", {**base, "best": {"metric": "return", "score": 0.75, "agent_steps": 9000}})
     ckpt.save(tmp_path / "best.pt", {**base, "best": {"metric": "return", "score": -0.25, "agent_steps": 8000}})
-    assert kept_scores(tmp_path, "return") == {"best.pt": -0.25, "best_eval.pt": 0.75}
-    assert kept_scores(tmp_path, "distance") == {}  # another metric's scores are no bar
+    both = {"best.pt": "return", "best_eval.pt": "return"}
+    assert kept_scores(tmp_path, both) == {"best.pt": -0.25, "best_eval.pt": 0.75}
+    assert kept_scores(tmp_path, {"best.pt": "distance", "best_eval.pt": "flags"}) == {}  # another metric's are no bar
+    assert kept_scores(tmp_path, {"best.pt": "return", "best_eval.pt": "flags"}) == {"best.pt": -0.25}
     ckpt.save(tmp_path / "best.pt", base)  # a file from before the weights carried their score
-    assert kept_scores(tmp_path, "return") == {"best_eval.pt": 0.75}
+    assert kept_scores(tmp_path, both) == {"best_eval.pt": 0.75}
 
 
 def test_counters_are_read_back_as_written_and_old_checkpoints_fill_the_gaps():

@@ -30,6 +30,9 @@ class EnvOptions:
     clip_rewards: bool = doc("learn from rewards clipped to [-1, 1] (ClipReward); logs keep raw returns", True)
     reward_scale: float = doc("with --clip-rewards false: learn from rewards times this (Mario's lie in [-15, 15]: "
                               "1/15 keeps their size, which sign() throws away)", 1.0)
+    stall_steps: int = doc("Mario: a learning episode ends (as a lost life does in Atari: the game goes on) once Mario has "
+                           "not passed his furthest x for this many agent steps, so a state he stands in pressing into "
+                           "a wall learns the value of going nowhere; 0 never; games played and judged are not cut", 0)
     sticky_actions: float = doc("probability that an emulator frame repeats the previous action instead of the "
                                 "agent's (repeat_action_probability); -1 keeps the env id's default (ALE v5: "
                                 "0.25, Mario: 0)", -1.0)

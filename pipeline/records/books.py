@@ -40,6 +40,9 @@ class RunBooks:
         self.epoch, self.best_score = start.epoch, start.best_score
         self.score = ScoreTracker([] if run.target_score is None else [run.target_score], metric=run.score_metric)
         self.target_reached = False  # by this process's games: the run stops at the next look
+        from ..evaluation.periodic_eval import run_eval_plan
+
+        self.eval_metric = run_eval_plan(cfg)[0]  # what best_eval is in
         if start.episodes:  # resumed: the last 20 games go on from the ones before it (up to its checkpoint)
             self.score.replay_rows([r for r in read_episodes(self.run_dir) if r["agent_steps"] <= start.agent_steps])
         self.record = {**run_record(cfg, hw, cfg.profile, profile_reason(cfg.profile, hw, cfg.env)), "notes": list(notes)}
@@ -79,7 +82,7 @@ class RunBooks:
 
     # ------------------------------------------------------------------ epochs
     def end_epoch(self, window: EpochWindow, at: PathMark, launches: int, best_eval: float,
-                  eval_flags: tuple[int, int] | None = None, other_runs: int = 0) -> None:
+                  eval_flags: str | None = None, other_runs: int = 0) -> None:
         """An epoch's two log lines and metrics row (``eval_flags``: the flags of the last
         evaluation, Mario's; ``other_runs``: training runs beside this one now); best.pt when the
         last-20 mean beats every earlier epoch's (free: it uses the games training played anyway)."""
@@ -120,7 +123,8 @@ class RunBooks:
         path = self.run_dir / name
         counters = self.counters(agent_steps, launches, best_eval)
         ckpt.save(path, ckpt.training_state(self.cfg, self.n_actions, self.learner.state_dict(),
-                                            counters.to_checkpoint(self.score.metric, self.epsilon(agent_steps)),
+                                            counters.to_checkpoint(self.score.metric, self.epsilon(agent_steps),
+                                                                   self.eval_metric),
                                             self.replay.sampler.rng.bit_generator.state, best))
         return path
 

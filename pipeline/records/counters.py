@@ -19,12 +19,14 @@ class RunCounters:
     best_score: float = NO_SCORE  # best mean of the last 20 games at an epoch end (best.pt)
     best_eval: float = NO_SCORE   # best --eval-interval evaluation (best_eval.pt)
 
-    def to_checkpoint(self, metric: str, epsilon: float) -> dict:
-        """The checkpoint's ``counters``: these, the metric the best scores are in, and the
-        exploration epsilon at ``agent_steps`` (for ``--eval`` and the Hub's model card)."""
+    def to_checkpoint(self, metric: str, epsilon: float, eval_metric: str | None = None) -> dict:
+        """The checkpoint's ``counters``: these, the metric the best scores are in (``eval_metric``:
+        best_eval's, where it differs), and the exploration epsilon at ``agent_steps`` (for
+        ``--eval`` and the Hub's model card)."""
         return {"agent_steps": self.agent_steps, "episodes": self.episodes, "samples_trained": self.samples_trained,
                 "epoch": self.epoch, "collector_launches": self.launches, "best_score": self.best_score,
-                "best_eval": self.best_eval, "best_metric": metric, "wall_s": self.wall_s, "epsilon": epsilon}
+                "best_eval": self.best_eval, "best_metric": metric, "best_eval_metric": eval_metric or metric,
+                "wall_s": self.wall_s, "epsilon": epsilon}
 
     @classmethod
     def from_checkpoint(cls, c: dict) -> RunCounters:

@@ -58,7 +58,7 @@ class EpochEnd:
     mario: bool
     wall_s: float                 # run time so far, resumed runs included
     eta: str
-    eval_flags: tuple[int, int] | None = None  # (flags, games) of the last --eval-interval evaluation (Mario)
+    eval_flags: str | None = None  # the last --eval-interval evaluation's flags, e.g. "9/10 greedy, 8/10 at 0.05" (Mario)
     lr: float | None = None       # the learning rate now; None: the run has no schedule (--lr-decay-steps 0)
     other_runs: int = 0           # other training runs on this machine at the epoch's end: their speed figures share it
 
@@ -98,7 +98,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"[MAIN] Epoch {e.epoch} - Loss: {_fmt(loss, '.4f')}, TD Error: {_fmt(td, '.4f')}, "
         f"Reward: {_fmt(ret, '.2f')}, {tail}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}"
         + (f", LR: {e.lr:.3g}" if e.lr is not None else "")
-        + (f", Eval flags: {e.eval_flags[0]}/{e.eval_flags[1]}" if e.mario and e.eval_flags else ""),
+        + (f", Eval flags: {e.eval_flags}" if e.mario and e.eval_flags else ""),
         f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
         f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (b.consolidation_s - a.consolidation_s) / dt:.0f}% | "

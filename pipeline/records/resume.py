@@ -71,12 +71,20 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     # checkpoints before best_metric was saved measured Mario in distance and the rest in return
     was = c.get("best_metric", "distance" if is_mario(cfg.env) else "return")
     if was != cfg.run.score_metric:
-        counters.best_score = counters.best_eval = float("-inf")
-        log(f"[MAIN] The best scores so far were in {was}, this run measures {cfg.run.score_metric}: "
-            "best.pt and best_eval.pt start over")
+        counters.best_score = float("-inf")
+        log(f"[MAIN] The best training score so far was in {was}, this run measures {cfg.run.score_metric}: "
+            "best.pt starts over")
+    from ..evaluation.periodic_eval import run_eval_plan
+
+    eval_metric = run_eval_plan(cfg)[0]
+    was_eval = c.get("best_eval_metric", was)  # one metric for both before evaluations had their own
+    if was_eval != eval_metric:
+        counters.best_eval = float("-inf")
+        log(f"[MAIN] The best evaluation so far was in {was_eval}, this run's evaluations score {eval_metric}: "
+            "best_eval.pt starts over")
     # best.pt and best_eval.pt may be newer than the checkpoint (a kill between them): each
     # carries its own score, and the bar is the highest, so worse weights never replace them
-    files = kept_scores(run_dir, cfg.run.score_metric)
+    files = kept_scores(run_dir, {BEST_NAME: cfg.run.score_metric, BEST_EVAL_NAME: eval_metric})
     counters.best_score = max(counters.best_score, files.get(BEST_NAME, float("-inf")))
     counters.best_eval = max(counters.best_eval, files.get(BEST_EVAL_NAME, float("-inf")))
     replay.sampler.rng.bit_generator.state = ckpt.restore_rng(state)
@@ -120,11 +128,12 @@ def set_aside_rows_after(run_dir: Path, agent_steps: int, log) -> None:
             f"stopped without a clean save) moved to {side.name}; the resumed run plays on from the checkpoint")
 
 
-def kept_scores(run_dir: Path, metric: str) -> dict[str, float]:
-    """The score each kept-weights file (best.pt, best_eval.pt) records of itself, by file name,
-    where it is in ``metric``; files from before they carried one are left out."""
+def kept_scores(run_dir: Path, metrics: dict[str, str]) -> dict[str, float]:
+    """The score each kept-weights file (``metrics``: file name -> the metric its score must be
+    in) records of itself, by file name; files from before they carried one, or in another
+    metric, are left out."""
     out = {}
-    for name in (BEST_NAME, BEST_EVAL_NAME):
+    for name, metric in metrics.items():
         path = Path(run_dir) / name
         if not path.is_file():
             continue

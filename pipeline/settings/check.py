@@ -94,6 +94,10 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("device", "Apple MPS is not available on this machine; use --device cpu (or auto)")
     if run.score_metric == "distance" and not is_mario(cfg.env):
         bad("score_metric", f"{cfg.env} reports no distance; only Mario does. Use --score-metric return")
+    if opts.stall_steps < 0:
+        bad("stall_steps", "must be 0 (never) or a number of agent steps")
+    if opts.stall_steps and not is_mario(cfg.env):
+        bad("stall_steps", f"{cfg.env} reports no x position to stand still at; only Mario does. Leave it 0")
     if run.time_limit < 0:
         bad("time_limit", "must be 0 (no limit) or a number of minutes")
     device = resolve_device(cfg.device, hw)

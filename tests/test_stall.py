@@ -1,0 +1,141 @@
+"""--stall-steps: a Mario learning episode ends (TERM, the game goes on, as a lost life does) once
+Mario has not passed his furthest x for that many agent steps; the real Rollout, scripted and on
+the real emulator, and the real Replay's targets."""
+import numpy as np
+import pytest
+import torch
+
+from config_optimized import Config
+from pipeline.replay import Replay
+from pipeline.rollout import Rollout
+from pipeline.settings.check import ConfigError, validate
+from pipeline.settings.hardware import Hardware
+from pipeline.transition import EP_END, FIRST, LAST, TERM
+from wrappers.batched import BatchStep
+
+
+class ScriptedX:
+    """BatchedEnv's contract for one env whose x at each step is given (NaN: no x); the game
+    ends (terminated) only where the script says."""
+
+    num_envs, n_actions = 1, 2
+
+    def __init__(self, xs, ends=()):
+        self.xs, self.ends, self.t = list(xs), set(ends), 0
+        self.done = False
+
+    def reset(self, seed=None):
+        return np.zeros((1, 84, 84), np.uint8)
+
+    def step(self, actions):
+        reset = self.done
+        x = np.float32(np.nan if reset else self.xs[self.t])
+        term = not reset and self.t in self.ends
+        if not reset:
+            self.t += 1
+        self.done = term
+        frame = np.full((1, 84, 84), self.t % 256, np.uint8)
+        return BatchStep(frame, np.zeros(1, np.float32), np.array([term]), np.zeros(1, bool), np.array([reset]),
+                         np.array([x], np.float32), np.zeros(1, bool))
+
+
+class ZeroQ(torch.nn.Module):
+    def forward(self, x):
+        return torch.zeros(len(x), 2)
+
+
+def flags_of(xs, stall_steps, ends=()):
+    rollout = Rollout(ScriptedX(xs, ends), ZeroQ(), 4, False, seed=0, stall_steps=stall_steps)
+    out = []
+    for _ in range(len(xs) + len(ends)):
+        _, fields, _, _ = rollout.step(0.0)
+        out.append(int(fields["flags"][0]))
+    return out, rollout
+
+
+def term_steps(flags):
+    return [i for i, f in enumerate(flags) if f & TERM]
+
+
+def test_standing_still_ends_the_learning_episode_every_stall_steps_and_the_game_goes_on():
+    xs = [40, 41, 42] + [42] * 9  # moves for 3 steps, then stands
+    flags, rollout = flags_of(xs, stall_steps=4)
+    # still counts from the step after the furthest x: steps 3, 4, 5, 6 -> TERM on step 6;
+    # the next learning episode starts (FIRST) at step 7 with its own furthest x (42 at step 7)
+    # and stands 4 more steps -> TERM on step 11
+    assert term_steps(flags) == [6, 11]
+    assert flags[7] & FIRST and not any(f & (LAST | EP_END) for f in flags)  # no reset: the game goes on
+    assert rollout.stalls == 2
+
+
+def test_pacing_back_and_forth_below_the_furthest_x_is_standing_still():
+    xs = [40, 50, 45, 49, 44, 50, 46, 51]  # 50 reached at step 1, passed only at step 7
+    assert term_steps(flags_of(xs, stall_steps=5)[0]) == [6]
+    assert term_steps(flags_of(xs, stall_steps=6)[0]) == []  # step 7 passes it in time
+
+
+def test_moving_on_never_stalls_and_zero_or_no_x_never_cuts():
+    assert term_steps(flags_of(list(range(40, 80)), stall_steps=1)[0]) == []
+    assert term_steps(flags_of([42] * 30, stall_steps=0)[0]) == []
+    assert term_steps(flags_of([np.nan] * 30, stall_steps=3)[0]) == []  # Atari reports no x
+
+
+def test_a_game_that_ends_is_not_also_a_stall_and_the_count_starts_over_after_a_reset():
+    xs = [42] * 6 + [42] * 6
+    flags, rollout = flags_of(xs, stall_steps=4, ends=[3])
+    # the game ends at step 3 (its own TERM; the stall would have fallen on step 4); step 4 is the
+    # reset's record; the new game starts at x 42 and stands 4 steps after it -> TERM
+    assert flags[3] & TERM and flags[4] & LAST
+    assert term_steps(flags) == [3, 9] and rollout.stalls == 1
+
+
+def test_the_stalled_step_is_a_terminal_target_in_the_replay():
+    """The replay learns no bootstrap across a stall: the n-step return of a record before it
+    stops at the stall, with discount 0."""
+    gamma, n = 0.9, 3
+    env = ScriptedX([40, 41] + [41] * 10)
+    rollout = Rollout(env, ZeroQ(), 4, False, seed=0, stall_steps=3)
+    replay = Replay.of(64, 1, 1, frame_stack=4, n_step=n, gamma=gamma, seed=0)
+    recs = []
+    for _ in range(12):
+        frames, fields, _, _ = rollout.step(0.0)
+        replay.writer.write(0, frames, fields)
+        recs.append(int(fields["flags"][0]))
+    stall = term_steps(recs)[0]
+    assert stall == 4  # furthest 41 at step 1; still at 2, 3, 4
+    # records sit at positions 0.. of the one stream: the return from two steps before the stall
+    # ends at it, terminated (discount 0); from the record after it, it does not
+    _, terminated, _, _ = replay.storage.n_step(np.zeros(2, np.int64), np.array([stall - 2, stall + 1]), n, gamma)
+    assert terminated.tolist() == [True, False]
+
+
+def test_stall_steps_is_refused_where_there_is_no_x_and_below_zero():
+    hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
+    with pytest.raises(ConfigError, match="--stall-steps.*no x position"):
+        validate(Config.of(env="ALE/Pong-v5", stall_steps=20), hw)
+    with pytest.raises(ConfigError, match="--stall-steps -1"):
+        validate(Config.of(env="SuperMarioBros-1-1-v0", stall_steps=-1), hw)
+
+
+def test_mario_pressing_nothing_stalls_on_the_emulator_and_plays_on():
+    """The real env, native and Python: with the simple set's NOOP Mario stands at his start; every
+    stall_steps agent steps the learning episode ends, and the game goes on (no reset)."""
+    from wrappers import BatchedEnv
+    from wrappers.options import EnvOptions
+
+    class Noop(torch.nn.Module):
+        def forward(self, x):
+            q = torch.zeros(len(x), 7)
+            q[:, 0] = 1.0  # NOOP
+            return q
+
+    for native in (True, False):
+        env = BatchedEnv("SuperMarioBros-1-1-v0", EnvOptions(mario_actions="simple", noop_max=0), 1, native=native)
+        try:
+            rollout = Rollout(env, Noop(), 4, False, seed=0, stall_steps=5)
+            flags = [int(rollout.step(0.0)[1]["flags"][0]) for _ in range(16)]
+        finally:
+            env.close()
+        # x is 40 from the first step (the furthest), then still 5 steps: TERM at steps 5, 11
+        assert term_steps(flags) == [5, 11], (native, flags)
+        assert not any(f & (LAST | EP_END) for f in flags)
