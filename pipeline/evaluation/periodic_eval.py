@@ -235,7 +235,8 @@ class PeriodicEval:
             return
         candidate.unlink(missing_ok=True)
         self.log(f"[EVAL] At {self.steps:,} agent steps: {said}" + (
-            f"; not confirmed (the best so far is {self.best:.2f}): best_eval.pt stays" if self.phase == "confirm"
+            f"; not confirmed (the best so far is {self.best:.{3 if self.metric == 'flags' else 2}f}): best_eval.pt "
+            "stays" if self.phase == "confirm"
             else ""))
 
     def finish(self, wait_s: float) -> None:
