@@ -280,3 +280,32 @@ def test_rows_a_killed_run_wrote_after_its_checkpoint_are_set_aside(tmp_path):
     assert any("3 row(s) written after the checkpoint at 1,000 agent steps" in line for line in log), log
     assert (run_dir / METRICS_NAME).read_text() == "".join(json.dumps(e) + "\n" for e in epochs)
     assert not (run_dir / after_checkpoint_name(METRICS_NAME)).exists()
+
+
+def test_a_bar_in_another_metric_starts_over_each_for_its_own_file(tmp_path):
+    """best.pt's bar is in --score-metric, best_eval.pt's in what the evaluations score (Mario:
+    flags): a checkpoint whose evaluation bar was in another metric starts that bar over, and
+    only that one; a checkpoint from before the evaluations had their own metric reads both
+    from best_metric."""
+    run_dir = tmp_path / "run"
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), amp=False, save_replay=False)
+    learner = _learner(cfg)
+    rng = Replay.of(400, 1, 4).sampler.rng.bit_generator.state
+
+    def resumed(**counters):
+        base = {"agent_steps": 1000, "episodes": 3, "samples_trained": 0, "epoch": 0, "wall_s": 1.0,
+                "best_score": 0.5, "best_eval": 0.75, "best_metric": "return"}
+        ckpt.save(run_dir / ckpt.CHECKPOINT_NAME,
+                  ckpt.training_state(cfg, N_ACTIONS, learner.state_dict(), {**base, **counters}, rng))
+        log = Log()
+        got, _ = resume(run_dir, cfg, N_ACTIONS, _learner(cfg), Replay.of(400, 1, 4), log)
+        return got, log
+
+    run_dir.mkdir(parents=True)
+    got, log = resumed(best_eval_metric="flags")
+    assert (got.best_score, got.best_eval) == (0.5, float("-inf"))
+    assert any("best evaluation so far was in flags" in line and "best_eval.pt starts over" in line for line in log)
+    got, log = resumed()  # before best_eval_metric: best_metric held for both
+    assert (got.best_score, got.best_eval) == (0.5, 0.75) and not any("starts over" in line for line in log)
+    got, log = resumed(best_metric="distance", best_eval_metric="return")
+    assert (got.best_score, got.best_eval) == (float("-inf"), 0.75)
