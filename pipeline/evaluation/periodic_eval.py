@@ -29,6 +29,8 @@ import statistics
 import time
 from pathlib import Path
 
+from wrappers.registry import is_mario
+
 from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
 from ..records.record import append_jsonl
 
@@ -62,8 +64,6 @@ def eval_plan(mario: bool, eval_epsilon: float, score_metric: str) -> tuple[str,
 
 def run_eval_plan(cfg) -> tuple[str, tuple[float, ...]]:
     """``eval_plan`` for a run's config."""
-    from wrappers.registry import is_mario
-
     return eval_plan(is_mario(cfg.env), cfg.run.eval_epsilon, cfg.run.score_metric)
 
 
@@ -201,9 +201,10 @@ class PeriodicEval:
         if flags:
             self.last_flags = ways
         fresh = "fresh " if self.phase == "confirm" else ""
+        places = 3 if self.metric == "flags" else 2  # a flags score's tie-breaks sit in its decimals
         if self.metric == "flags":
             said = (f"flag in {ways} {fresh}games, mean distance {statistics.fmean(distances):,.0f}; "
-                    f"score {score:.3f} (the fewer flags, then all flags, then distance)")
+                    f"score {score:.{places}f} (the fewer flags, then all flags, then distance)")
         else:
             said = (f"mean {self.metric} {score:.2f} over {games} {fresh}games (epsilon {self.epsilon:g})"
                     + (f", flag in {sum(flags)}/{games}" if flags else ""))
@@ -235,8 +236,7 @@ class PeriodicEval:
             return
         candidate.unlink(missing_ok=True)
         self.log(f"[EVAL] At {self.steps:,} agent steps: {said}" + (
-            f"; not confirmed (the best so far is {self.best:.{3 if self.metric == 'flags' else 2}f}): best_eval.pt "
-            "stays" if self.phase == "confirm"
+            f"; not confirmed (the best so far is {self.best:.{places}f}): best_eval.pt stays" if self.phase == "confirm"
             else ""))
 
     def finish(self, wait_s: float) -> None:

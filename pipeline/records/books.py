@@ -13,6 +13,7 @@ from config_optimized import profile_reason
 from wrappers.registry import is_mario
 
 from ..collector import epsilon_schedule
+from ..evaluation.periodic_eval import run_eval_plan
 from ..games import Episode
 from ..learner import lr_schedule
 from . import checkpoint as ckpt
@@ -40,8 +41,6 @@ class RunBooks:
         self.epoch, self.best_score = start.epoch, start.best_score
         self.score = ScoreTracker([] if run.target_score is None else [run.target_score], metric=run.score_metric)
         self.target_reached = False  # by this process's games: the run stops at the next look
-        from ..evaluation.periodic_eval import run_eval_plan
-
         self.eval_metric = run_eval_plan(cfg)[0]  # what best_eval is in
         if start.episodes:  # resumed: the last 20 games go on from the ones before it (up to its checkpoint)
             self.score.replay_rows([r for r in read_episodes(self.run_dir) if r["agent_steps"] <= start.agent_steps])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from wrappers.registry import is_mario
 
+from ..evaluation.periodic_eval import run_eval_plan
 from ..file_keys import current_keys
 from ..replay import Storage, snapshot
 from . import checkpoint as ckpt
@@ -74,8 +75,6 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
         counters.best_score = float("-inf")
         log(f"[MAIN] The best training score so far was in {was}, this run measures {cfg.run.score_metric}: "
             "best.pt starts over")
-    from ..evaluation.periodic_eval import run_eval_plan
-
     eval_metric = run_eval_plan(cfg)[0]
     was_eval = c.get("best_eval_metric", was)  # one metric for both before evaluations had their own
     if was_eval != eval_metric:
