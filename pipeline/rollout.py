@@ -14,15 +14,17 @@ from .transition import EP_END, EXPLORED, FIRST, FLAG_GET, LAST, TERM, TRUNC
 
 class Rollout:
     def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int,
-                 reward_scale: float = 1.0, act_bf16: bool = False, stall_steps: int = 0):
+                 reward_scale: float = 1.0, act_bf16: bool = False, stall_steps: int = 0,
+                 stall_penalty: float = 0.0):
         """``act_bf16``: choose actions with a folded bf16 copy of ``model``
         (``models.acting.Bf16ActingNet``, a pixel DQN of ``models``) on a CPU, under bf16 autocast
         on a GPU; actions are chosen on the device ``model`` is on. Whoever loads new weights
         into ``model`` calls ``weights_loaded``. ``stall_steps`` (``EnvOptions.stall_steps``):
         the step after which an env's x has not passed its furthest for that many agent steps
-        ends the learning episode (TERM, the game goes on), as a lost life does."""
+        ends the learning episode (TERM, the game goes on), as a lost life does; ``stall_penalty``
+        (``EnvOptions.stall_penalty``, the game's units) is taken from that step's learned reward."""
         self.env, self.model, self.clip, self.scale = env, model, clip_rewards, reward_scale
-        self.stall_steps = stall_steps
+        self.stall_steps, self.stall_penalty = stall_steps, stall_penalty
         self.act_bf16 = act_bf16
         weight = next(model.parameters(), None)  # a policy without weights (a test's stand-in) acts on the host
         self.device = weight.device if weight is not None else torch.device("cpu")
@@ -101,12 +103,16 @@ class Rollout:
             stalled = live & ~terminated & (self.still >= self.stall_steps)
             self.stalls += int(stalled.sum())
             terminated |= stalled
+        else:
+            stalled = np.zeros(M, bool)
         flags[terminated] |= TERM
         flags[st.truncated & live] |= TRUNC
         flags[reset] |= LAST | EP_END
         flags[reset & self.got_flag] |= FLAG_GET
         flags[explore & live] |= EXPLORED
-        learned = np.sign(st.rewards) if self.clip else st.rewards * self.scale  # the log keeps raw returns
+        # The log keeps raw returns; the stall's penalty is learned only, as its TERM is.
+        raw_learned = st.rewards - self.stall_penalty * stalled if self.stall_penalty else st.rewards
+        learned = np.sign(raw_learned) if self.clip else raw_learned * self.scale
         reward = np.where(live, learned, 0.0).astype(np.float32)
         self.ep_ret += np.where(live, st.rewards, 0.0)
         self.ep_len += live

@@ -1,6 +1,8 @@
 """--stall-steps: a Mario learning episode ends (TERM, the game goes on, as a lost life does) once
 Mario has not passed his furthest x for that many agent steps; the real Rollout, scripted and on
 the real emulator, and the real Replay's targets."""
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -109,12 +111,44 @@ def test_the_stalled_step_is_a_terminal_target_in_the_replay():
     assert terminated.tolist() == [True, False]
 
 
+class ScriptedReward(ScriptedX):
+    """ScriptedX whose every step pays ``reward`` (the game's units)."""
+
+    def __init__(self, xs, reward):
+        super().__init__(xs)
+        self.reward = reward
+
+    def step(self, actions):
+        st = super().step(actions)
+        return dataclasses.replace(st, rewards=np.full(1, self.reward, np.float32))
+
+
+@pytest.mark.parametrize("clip,scale,expected", [(False, 0.1, -0.1 - 2.5), (True, 1.0, -1.0)])
+def test_the_stall_penalty_is_learned_at_the_stall_only_and_the_log_keeps_the_raw_return(clip, scale, expected):
+    rollout = Rollout(ScriptedReward([40, 41] + [41] * 8, -1.0), ZeroQ(), 4, clip, seed=0, reward_scale=scale,
+                      stall_steps=3, stall_penalty=25.0)
+    steps = [rollout.step(0.0)[1] for _ in range(10)]
+    stall = term_steps([int(f["flags"][0]) for f in steps])
+    assert stall == [4, 8]  # the count starts over after a stall: x 41 at step 5 is the new furthest
+    plain = -1.0 if clip else -0.1
+    for i, f in enumerate(steps):
+        assert f["reward"][0] == pytest.approx(expected if i in stall else plain), i
+        assert f["ep_return"][0] == pytest.approx(-(i + 1))  # the raw game's return: no penalty in it
+    assert Rollout(ScriptedReward([41] * 8, -1.0), ZeroQ(), 4, False, seed=0, stall_steps=0,
+                   stall_penalty=0.0).step(0.0)[1]["reward"][0] == pytest.approx(-1.0)
+
+
 def test_stall_steps_is_refused_where_there_is_no_x_and_below_zero():
     hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
     with pytest.raises(ConfigError, match="--stall-steps.*no x position"):
         validate(Config.of(env="ALE/Pong-v5", stall_steps=20), hw)
     with pytest.raises(ConfigError, match="--stall-steps -1"):
         validate(Config.of(env="SuperMarioBros-1-1-v0", stall_steps=-1), hw)
+    with pytest.raises(ConfigError, match="--stall-penalty 25.0: applies where --stall-steps ends.*add --stall-steps N"):
+        validate(Config.of(env="SuperMarioBros-1-1-v0", stall_penalty=25.0), hw)
+    with pytest.raises(ConfigError, match="--stall-penalty -1.0: .*must be 0 or more"):
+        validate(Config.of(env="SuperMarioBros-1-1-v0", stall_steps=10, stall_penalty=-1.0), hw)
+    validate(Config.of(env="SuperMarioBros-1-1-v0", stall_steps=10, stall_penalty=25.0), hw)
 
 
 def test_mario_pressing_nothing_stalls_on_the_emulator_and_plays_on():

@@ -33,6 +33,9 @@ class EnvOptions:
     stall_steps: int = doc("Mario: a learning episode ends (as a lost life does in Atari: the game goes on) once Mario has "
                            "not passed his furthest x for this many agent steps, so a state he stands in pressing into "
                            "a wall learns the value of going nowhere; 0 never; games played and judged are not cut", 0)
+    stall_penalty: float = doc("Mario with --stall-steps: subtracted from the reward of the step a stall ends, in the "
+                               "game's units before --reward-scale (25: what a lost life costs Mario), so standing "
+                               "still is learned as a death rather than as a quiet end; 0 adds nothing", 0.0)
     sticky_actions: float = doc("probability that an emulator frame repeats the previous action instead of the "
                                 "agent's (repeat_action_probability); -1 keeps the env id's default (ALE v5: "
                                 "0.25, Mario: 0)", -1.0)
