@@ -190,14 +190,15 @@ class Collector:
 
     def step(self, global_steps: int) -> tuple[np.ndarray, dict, int]:
         """Act in every env and step them once, epsilon from the run's agent steps; counts the
-        agent steps played and the time in acting and in the envs. Returns (frames, record
+        agent steps played, the time in acting and in the envs, and the stalls. Returns (frames, record
         fields, agent steps)."""
         r, b = self.rollout, self.block
-        act_ns, step_ns = r.act_ns, r.step_ns
+        act_ns, step_ns, stalls = r.act_ns, r.step_ns, r.stalls
         frames, fields, live, _ = r.step(self.exploration.epsilon(global_steps))
         b.played += live
         b.act_ns += r.act_ns - act_ns
         b.env_ns += r.step_ns - step_ns
+        b.stalls += r.stalls - stalls
         return frames, fields, live
 
     def close(self) -> None:

@@ -75,7 +75,7 @@ class Pipeline:
 
     def mark(self, t: float) -> PathMark:
         return PathMark(t, self.agent_steps(), self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s,
-                        self.consolidator.drops())
+                        self.consolidator.drops(), sum(b.stalls for b in self.blocks()))
 
     def set_allowance(self, steps: int, samples_trained_run: int, hold: bool = False) -> None:
         """Hold collectors back when the learner falls behind the replay ratio (or all of them,

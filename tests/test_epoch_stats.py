@@ -61,3 +61,16 @@ def test_an_epoch_beside_other_runs_says_so_in_its_speed_line_and_row():
     assert lines[1].endswith("ETA n/a") and row["other_runs"] == 0
     lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, False, 10.0, "n/a", other_runs=2))
     assert lines[1].endswith("ETA n/a | shared: 2 other training run(s) on this machine") and row["other_runs"] == 2
+
+
+def test_a_run_with_stall_steps_says_how_many_learning_episodes_they_ended_this_epoch():
+    start = {"env": 0, "act": 0, "ring_wait": 0, "throttle": 0}
+    w = EpochWindow(PathMark(t=0.0, agent_steps=0, updates=0, collector_ns=start, consolidation_s=0.0, stalls=40))
+    at = PathMark(t=10.0, agent_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0, stalls=1_277)
+    means = ScoreTracker(metric="distance").window_means()
+    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a",
+                                          "9/10 greedy, 7/10 at 0.05", stall_steps=10))
+    assert lines[0].endswith("Buffer: 1,000, Stalls: 1,237, Eval flags: 9/10 greedy, 7/10 at 0.05")
+    assert row["stalls"] == 1_237
+    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a"))
+    assert lines[0].endswith("Buffer: 1,000")  # no --stall-steps: the line as it always was

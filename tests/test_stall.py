@@ -46,6 +46,15 @@ class ZeroQ(torch.nn.Module):
         return torch.zeros(len(x), 2)
 
 
+class NoopSimple(torch.nn.Module):
+    """A greedy policy over Mario's simple set that always presses NOOP: Mario stands still."""
+
+    def forward(self, x):
+        q = torch.zeros(len(x), 7)
+        q[:, 0] = 1.0
+        return q
+
+
 def flags_of(xs, stall_steps, ends=()):
     rollout = Rollout(ScriptedX(xs, ends), ZeroQ(), 4, False, seed=0, stall_steps=stall_steps)
     out = []
@@ -157,19 +166,32 @@ def test_mario_pressing_nothing_stalls_on_the_emulator_and_plays_on():
     from wrappers import BatchedEnv
     from wrappers.options import EnvOptions
 
-    class Noop(torch.nn.Module):
-        def forward(self, x):
-            q = torch.zeros(len(x), 7)
-            q[:, 0] = 1.0  # NOOP
-            return q
-
     for native in (True, False):
         env = BatchedEnv("SuperMarioBros-1-1-v0", EnvOptions(mario_actions="simple", noop_max=0), 1, native=native)
         try:
-            rollout = Rollout(env, Noop(), 4, False, seed=0, stall_steps=5)
+            rollout = Rollout(env, NoopSimple(), 4, False, seed=0, stall_steps=5)
             flags = [int(rollout.step(0.0)[1]["flags"][0]) for _ in range(16)]
         finally:
             env.close()
         # x is 40 from the first step (the furthest), then still 5 steps: TERM at steps 5, 11
         assert term_steps(flags) == [5, 11], (native, flags)
         assert not any(f & (LAST | EP_END) for f in flags)
+
+
+def test_a_collector_counts_its_stalls_in_its_block_for_the_epoch_line():
+    """The real Collector on the real emulator: the stalls its rollout cut reach the block the
+    learner reads (``Wiring.mark`` sums them into the epoch line's Stalls)."""
+    from pipeline.collector import Collector, CollectorSpec
+    from pipeline.collector_block import CollectorBlock
+
+    cfg = Config.of(env="SuperMarioBros-1-1-v0", mario_actions="simple", noop_max=0, stall_steps=5,
+                    envs_per_collector=1, env_threads=1, eps_start=0.0, eps_end=0.0)
+    block = CollectorBlock.local()
+    collector = Collector(CollectorSpec.of(cfg), 0, 0, block)
+    try:
+        collector.rollout.policy = NoopSimple()  # stand at the start: NOOP is the greedy action
+        for _ in range(16):
+            collector.step(0)
+    finally:
+        collector.close()
+    assert block.stalls == 2 and block.played == 16  # TERM at steps 5 and 11, as on the bare rollout

@@ -41,6 +41,7 @@ class Batch:
     idle_ns: int                # time since the previous request ended: waiting for the learner's next one
     node: str                   # the actor's host and pid, for the learner's reports
     launch: int                 # echo of the request's launch
+    stalls: int = 0             # learning episodes that --stall-steps ended in this batch
 
     def frames_array(self, shape=(84, 84)) -> np.ndarray:
         if isinstance(self.frames, bytes):
@@ -91,7 +92,7 @@ class RemoteCollector:
             self.collector.load_weights(torch.from_numpy(ray.get(req.weights[0]).copy()))
             self.version = req.weights_version
         b = self.block
-        played, env0, act0 = b.played, b.env_ns, b.act_ns
+        played, env0, act0, stalls0 = b.played, b.env_ns, b.act_ns, b.stalls
         frames, fields = [], []
         for _ in range(req.steps):
             f, fl, _ = self.collector.step(req.global_steps)
@@ -101,7 +102,8 @@ class RemoteCollector:
         cat = {k: np.concatenate([fl[k] for fl in fields]) for k in fields[0]}
         payload = zlib.compress(out.tobytes(), 1) if self.compress else out
         self.last_end = time.perf_counter_ns()
-        return Batch(payload, cat, b.played - played, b.env_ns - env0, b.act_ns - act0, idle, self.node, req.launch)
+        return Batch(payload, cat, b.played - played, b.env_ns - env0, b.act_ns - act0, idle, self.node, req.launch,
+                     b.stalls - stalls0)
 
 
 def _node() -> str:

@@ -92,7 +92,8 @@ class RunBooks:
         end = EpochEnd(at, self.epoch, self.score.window_means(), self.episodes, self.epsilon(at.agent_steps),
                        len(self.replay), self.samples_trained, cfg.learner.effective_batch, is_mario(cfg.env), wall_s,
                        eta(cfg.total_steps, at.agent_steps, sps, cfg.run.time_limit, wall_s), eval_flags,
-                       lr_schedule(cfg.learner, at.agent_steps) if cfg.learner.lr_decay_steps else None, other_runs)
+                       lr_schedule(cfg.learner, at.agent_steps) if cfg.learner.lr_decay_steps else None, other_runs,
+                       cfg.env_options.stall_steps)
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)

@@ -22,6 +22,7 @@ class PathMark:
     collector_ns: dict            # collector time by activity (env, act, ring_wait, throttle), summed
     consolidation_s: float        # the consolidation thread's busy seconds
     drops: int = 0                # ring records dropped (--drop-when-full)
+    stalls: int = 0               # learning episodes --stall-steps ended, summed over collectors
 
 
 @dataclass
@@ -61,6 +62,7 @@ class EpochEnd:
     eval_flags: str | None = None  # the last --eval-interval evaluation's flags, e.g. "9/10 greedy, 8/10 at 0.05" (Mario)
     lr: float | None = None       # the learning rate now; None: the run has no schedule (--lr-decay-steps 0)
     other_runs: int = 0           # other training runs on this machine at the epoch's end: their speed figures share it
+    stall_steps: int = 0          # --stall-steps: the epoch line says how many learning episodes it ended
 
 
 def _mean(values):
@@ -98,6 +100,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         f"[MAIN] Epoch {e.epoch} - Loss: {_fmt(loss, '.4f')}, TD Error: {_fmt(td, '.4f')}, "
         f"Reward: {_fmt(ret, '.2f')}, {tail}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}"
         + (f", LR: {e.lr:.3g}" if e.lr is not None else "")
+        + (f", Stalls: {b.stalls - a.stalls:,}" if e.stall_steps else "")
         + (f", Eval flags: {e.eval_flags}" if e.mario and e.eval_flags else ""),
         f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
@@ -111,6 +114,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
            "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "sample_age": sample_age,
            "epsilon": e.epsilon, "lr": e.lr, "return_mean": ret,
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": b.drops,
+           "stalls": b.stalls - a.stalls,
            "agent_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,
            "collector_ring_wait": share["ring_wait"], "collector_throttled": share["throttle"],
