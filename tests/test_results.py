@@ -48,3 +48,22 @@ def test_pong_scores_are_the_rolling_mean_of_the_last_20_games():
     assert hit["agent_steps"] == 2800  # the 29th game: the last 20 are 10 of 10 and 10 of 18, a mean of 14
     assert RS.first_reached(rows, 19.0) is None
     assert RS.rolling(rows)[0] == (1900, pytest.approx(10.4))
+
+
+def test_pongs_row_takes_the_suites_own_seeds_and_borrows_only_the_seeds_it_lacks(tmp_path, monkeypatch):
+    """The runs to 1.3M (seeds 1 and 2) fill the suite's Pong row where the suite has no run of
+    that seed; a suite run of seed 2 is taken over the long run's, and seed 3 joins them."""
+    src = next(s for s in RS.SOURCES if s.kind == "pong_long")
+    for name in src.runs:
+        shutil.copytree(RS.DATA / name, tmp_path / name)
+    monkeypatch.setattr(RS, "DATA", tmp_path)
+    seeds, said = RS.pong_seeds({})
+    assert sorted(seeds) == [1, 2] and said == " (Pong seeds 1, 2: the first 500k agent steps of the runs to 1.3M, below)"
+    assert all(r["windows"][1]["complete"] for r in seeds.values())
+    own = {"windows": [{"window": 1, "complete": True, "mean": -20.0, "games": 9, "minutes": 1.0},
+                       {"window": 2, "complete": True, "mean": 5.0, "games": 9, "minutes": 2.0}]}
+    seeds, said = RS.pong_seeds({"2": own, "3": own})
+    assert sorted(seeds) == [1, 2, 3] and seeds[2] is own and seeds[3] is own
+    assert said == " (Pong seed 1: the first 500k agent steps of the runs to 1.3M, below)"
+    seeds, said = RS.pong_seeds({"1": own, "2": own})
+    assert said == "" and sorted(seeds) == [1, 2]
