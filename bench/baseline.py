@@ -46,8 +46,7 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
         learner = Learner(cfg.learner, cfg.env_options.frame_stack, env.n_actions, torch.device("cpu"))
         replay = Replay.of(cfg.replay.buffer_size, 1, 1, frame_stack=cfg.env_options.frame_stack,
                            n_step=cfg.replay.n_step, gamma=cfg.replay.gamma, seed=cfg.seed)
-        rollout = Rollout(env, learner.model, cfg.env_options.frame_stack, cfg.env_options.clip_rewards, cfg.seed, cfg.env_options.reward_scale,
-                          stall_steps=cfg.env_options.stall_steps, stall_penalty=cfg.env_options.stall_penalty)
+        rollout = Rollout.of(env, learner.model, cfg.env_options, cfg.seed)
         ratio = ReplayRatio(cfg.learner.replay_ratio, cfg.learner.batch_size, cfg.learner.learning_starts, env.num_envs)
         tracker = ScoreTracker([cfg.run.target_score] if cfg.run.target_score is not None else [], metric=cfg.run.score_metric)
         t0, steps, trained = time.monotonic(), 0, 0

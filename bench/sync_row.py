@@ -70,8 +70,7 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
     else:
         replay = Replay.of(cfg.replay.buffer_size, 1, env.num_envs, frame_stack=cfg.env_options.frame_stack,
                            n_step=cfg.replay.n_step, gamma=gamma, seed=cfg.seed)
-        rollout = Rollout(env, learner.model, cfg.env_options.frame_stack, cfg.env_options.clip_rewards, cfg.seed, cfg.env_options.reward_scale,
-                          stall_steps=cfg.env_options.stall_steps, stall_penalty=cfg.env_options.stall_penalty)
+        rollout = Rollout.of(env, learner.model, cfg.env_options, cfg.seed)
 
         def play(eps):
             frames, fields, live, _ = rollout.step(eps)

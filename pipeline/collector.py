@@ -172,8 +172,7 @@ class Collector:
         try:
             self.model = build_model(spec.model_arch, opts.frame_stack, self.env.n_actions, spec.dueling,
                                      spec.quantiles, spec.iqn_taus).eval().to(spec.collectors.collector_device)
-            self.rollout = Rollout(self.env, self.model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale,
-                                   spec.collectors.act_bf16, opts.stall_steps, opts.stall_penalty)
+            self.rollout = Rollout.of(self.env, self.model, opts, seed, spec.collectors.act_bf16)
         except BaseException:
             self.env.close()
             raise

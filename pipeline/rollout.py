@@ -51,6 +51,12 @@ class Rollout:
         self.env_ids = np.arange(M, dtype=np.uint16)
         self.act_ns = self.step_ns = 0
 
+    @classmethod
+    def of(cls, env, model: torch.nn.Module, opts, seed: int, act_bf16: bool = False) -> Rollout:
+        """The rollout a run's ``EnvOptions`` ask for: its frame stack, reward handling and stall rule."""
+        return cls(env, model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale, act_bf16,
+                   opts.stall_steps, opts.stall_penalty)
+
     def weights_loaded(self) -> None:
         """The model took new weights: the acting copy, where there is one, follows."""
         if self.policy is not self.model:
@@ -93,6 +99,7 @@ class Rollout:
         self.broken[:] = False
         terminated = st.terminated & live
         has_x = live & ~np.isnan(st.x_pos)
+        learned = st.rewards  # the game's units; the log keeps them raw
         if self.stall_steps:
             # The env's game goes on: the stall is the learning episode's end, as a lost life is
             # with EpisodicLife. Measured from the furthest x, not the last one, so pacing back and
@@ -103,16 +110,14 @@ class Rollout:
             stalled = live & ~terminated & (self.still >= self.stall_steps)
             self.stalls += int(stalled.sum())
             terminated |= stalled
-        else:
-            stalled = np.zeros(M, bool)
+            if self.stall_penalty:  # learned only, as the stall's TERM is
+                learned = learned - self.stall_penalty * stalled
         flags[terminated] |= TERM
         flags[st.truncated & live] |= TRUNC
         flags[reset] |= LAST | EP_END
         flags[reset & self.got_flag] |= FLAG_GET
         flags[explore & live] |= EXPLORED
-        # The log keeps raw returns; the stall's penalty is learned only, as its TERM is.
-        raw_learned = st.rewards - self.stall_penalty * stalled if self.stall_penalty else st.rewards
-        learned = np.sign(raw_learned) if self.clip else raw_learned * self.scale
+        learned = np.sign(learned) if self.clip else learned * self.scale
         reward = np.where(live, learned, 0.0).astype(np.float32)
         self.ep_ret += np.where(live, st.rewards, 0.0)
         self.ep_len += live
