@@ -492,4 +492,6 @@ def main_halving(args, train_args: list[str], ap) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from pipeline.quick_exit import quick_exit
+
+    quick_exit(main())

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import torch
 
-from .common import FRAME, fill_replay, rate, windows
+from .common import FRAME, fill_replay, rate, then_exit, windows
 from .learner_grid import learner_updates_per_s
 
 
@@ -117,7 +117,7 @@ def bench_collector_overhead(seconds: float) -> dict:
             cons = Consolidator([ring], Replay.of(50_000, 1, 8), 1024, lambda *_: None, 1e9)
             cons.start()
         q = ctx.Queue()
-        p = ctx.Process(target=_collector_loop, args=(ring.name if ring else None, seconds, q))
+        p = ctx.Process(target=then_exit, args=(_collector_loop, ring.name if ring else None, seconds, q))
         p.start()
         out[f"steps_per_s_{label}"] = q.get()
         p.join()

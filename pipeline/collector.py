@@ -140,6 +140,12 @@ def run_collector(start: CollectorStart, report) -> None:
         except Exception:
             pass
         raise SystemExit(1)
+    if start.spec.collectors.start_method == "spawn":
+        # a spawned child is an interpreter of its own, whose teardown (freeing torch, ~0.5 s) the
+        # learner's join would wait out at every stop; a forked one already ends with os._exit
+        from .quick_exit import quick_exit
+
+        quick_exit(0)
 
 
 def use_one_core() -> None:

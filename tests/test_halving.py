@@ -123,9 +123,9 @@ def _two_rungs(tmp_path, recipes: str, minutes: float):
 def test_two_rungs_resume_only_the_better_recipe(tmp_path):
     """Two recipes train a first rung; the better one goes on, resumed from its own run (its
     agent steps and games continue), and the other is not run again."""
-    out, res = _two_rungs(tmp_path, '[lr3]\nargs = ["--lr", "1e-3"]\n[lr4]\nargs = ["--lr", "1e-4"]\n', 0.3)
+    out, res = _two_rungs(tmp_path, '[lr3]\nargs = ["--lr", "1e-3"]\n[lr4]\nargs = ["--lr", "1e-4"]\n', 0.25)
     first, second = res["rungs"]
-    assert (first["minutes"], second["minutes"]) == (0.3, 0.6)  # the limits count set-up: a slow CPU needs ~10 s of it
+    assert (first["minutes"], second["minutes"]) == (0.25, 0.5)  # the limits count set-up: a slow CPU needs ~10 s of it
     assert len(first["standings"]) == 2 and len(first["kept"]) == 1
     kept = first["kept"][0]
     assert [s["recipe"] for s in second["standings"]] == [kept] and res["winner"] == kept

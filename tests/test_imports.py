@@ -27,6 +27,7 @@ LAYERS = {
     "presets": 0,
     "wrappers.options": 0,
     "pipeline.settings.hardware": 0,
+    "pipeline.quick_exit": 0,  # the end of a script or a spawned child: imports nothing of the project
     # 1: environments and networks
     "wrappers": 1,
     "models": 1,

@@ -231,7 +231,7 @@ def test_pong_through_ray_actors_alone_with_a_killed_actor(cluster, tmp_path):
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
     proc = start(["--env", "ALE/Pong-v5", "--num-collectors", "0", "--ray-address", cluster, "--ray-collectors", "2",
                   "--envs-per-collector", "4", "--total-steps", "1000000000", "--learning-starts", "1000",
-                  "--buffer-size", "20000", "--epoch-steps", "1000", "--run-dir", str(run_dir),
+                  "--buffer-size", "20000", "--epoch-steps", "500", "--run-dir", str(run_dir),
                   "--save-replay", "true"], mark)
     lines = []
     assert read_until(proc, "[MAIN] Learning starts", lines, timeout=300), "".join(lines)[-3000:]
@@ -243,13 +243,13 @@ def test_pong_through_ray_actors_alone_with_a_killed_actor(cluster, tmp_path):
     assert "[MAIN] Ray collector 0 is back on" in out, out[-3000:]
     check_clean(proc, mark)
     last = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()][-1]
-    assert last["agent_steps"] >= 2000
+    assert last["agent_steps"] >= 1500  # learning starts at 1,000, and two epochs of 500 ran after the restart
     ratio = json.loads((run_dir / "config.json").read_text())["config"]["replay_ratio"]  # the Atari preset's
     paid = (last["agent_steps"] - 1000) * ratio
     ahead = _ahead(process_envs=0, ray_actors=2, ray_batch=256)
     assert paid - ratio * ahead - 32 <= last["samples_trained"] <= paid + 32, (last["samples_trained"], paid, ratio)
     _, written, _ = _streams(run_dir)
-    assert len(written) == 2 * 4 and (written > 300).all(), written
+    assert len(written) == 2 * 4 and (written > 150).all(), written  # the restarted actor's streams too
 
 
 def test_a_run_of_ray_collectors_alone_resumes_from_its_saved_replay(cluster, tmp_path):

@@ -1,0 +1,34 @@
+"""The end of a command-line process, without the interpreter's teardown.
+
+At exit CPython frees every object of every module it loaded; with torch loaded that takes 0.4-1 s
+(measured on a 2-core Zen 4: ``python -c "import torch"`` 1.65 s, 1.25 s when it ends with
+``os._exit``; a short training run's last line came 1.0 s before its process ended). A user waits
+for that after the run has said it stopped, and a suite or a test pays it once per run. Nothing of
+it is work: the memory goes back to the system with the process. So the scripts end here: the
+work a normal exit does (threads that are not daemons joined, the atexit handlers: multiprocessing's
+children and finalizers, logging, Ray, wandb; stdio flushed) is done, then the freeing is skipped."""
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from typing import NoReturn
+
+
+def quick_exit(code: int | None) -> NoReturn:
+    """End the process with exit status ``code`` (None is 0) after the work of a normal exit."""
+    code = 0 if code is None else int(code)
+    try:
+        me = threading.current_thread()
+        for t in threading.enumerate():  # what the interpreter's exit waits for, it waits for here
+            if t is not me and not t.daemon:
+                t.join()
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):  # closed, or replaced by None
+                pass
+        os._exit(code)
