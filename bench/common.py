@@ -87,6 +87,20 @@ def then_exit(entry, *args) -> None:
     quick_exit(0)
 
 
+def get_from(q, p, what: str):
+    """The next item ``p`` (a child process) puts on ``q``: an error, not a hang, where the child
+    dies first (an import failure, out of memory, a crash in C)."""
+    while True:
+        try:
+            return q.get(timeout=1.0)
+        except queue.Empty:
+            if not p.is_alive():
+                try:  # what it put just before it exited
+                    return q.get(timeout=1.0)
+                except queue.Empty:
+                    raise RuntimeError(f"{what} process exited with code {p.exitcode} before reporting") from None
+
+
 def run_in_child(entry, args: tuple, what: str) -> dict:
     """``entry(*args, out_q)`` in a fresh spawned process, so its memory peak and thread settings
     are its own; its one report, or an error if it died without one."""

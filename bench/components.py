@@ -11,7 +11,7 @@ import time
 import numpy as np
 import torch
 
-from .common import FRAME, fill_replay, rate, then_exit, windows
+from .common import FRAME, fill_replay, get_from, rate, then_exit, windows
 from .learner_grid import learner_updates_per_s
 
 
@@ -49,6 +49,10 @@ def bench_queue(n: int, batch: int = 8) -> dict:
             sink_buf[:len(frames)] = frames  # the consolidation thread's copy into the replay
         while got < (n // batch) * batch:
             k = ring.drain(1024, sink)
+            if not k and not p.is_alive():
+                k = ring.drain(1024, sink)  # what it wrote just before it exited
+                if not k:  # it died short of n: an error, not a hang
+                    raise RuntimeError(f"the ring's producer exited with code {p.exitcode} after {got:,} of {n:,} frames")
             if k and t0 is None:
                 t0 = time.perf_counter()
             got += k
@@ -60,7 +64,7 @@ def bench_queue(n: int, batch: int = 8) -> dict:
     p = ctx.Process(target=_mpq_producer, args=(q, n, batch))
     p.start()
     got, t0 = 0, None
-    while (item := q.get()) is not None:
+    while (item := get_from(q, p, "the mp.Queue's producer")) is not None:
         if t0 is None:
             t0 = time.perf_counter()
         got += len(item[0])
@@ -119,7 +123,7 @@ def bench_collector_overhead(seconds: float) -> dict:
         q = ctx.Queue()
         p = ctx.Process(target=then_exit, args=(_collector_loop, ring.name if ring else None, seconds, q))
         p.start()
-        out[f"steps_per_s_{label}"] = q.get()
+        out[f"steps_per_s_{label}"] = get_from(q, p, f"the collector ({label.replace('_', ' ')})")
         p.join()
         if cons is not None:
             cons.stop_event.set()
