@@ -108,14 +108,10 @@ def run_in_child(entry, args: tuple, what: str) -> dict:
     q = ctx.Queue()
     p = ctx.Process(target=then_exit, args=(entry, *args, q))
     p.start()
-    while True:
-        try:
-            res = q.get(timeout=1.0)
-            break
-        except queue.Empty:
-            if not p.is_alive():  # died without a word (killed, out of memory, a crash in C)
-                res = {"error": f"{what} process exited with code {p.exitcode} before reporting"}
-                break
+    try:
+        res = get_from(q, p, what)
+    except RuntimeError as e:  # died without a word (killed, out of memory, a crash in C)
+        res = {"error": str(e)}
     p.join()
     return res
 
