@@ -99,6 +99,8 @@ class ReplayConfig:
     n_step_cut: bool = doc("end each n-step return before the first random (epsilon) action after the sample's "
                            "own, bootstrapping there (Watkins' Q(lambda)): the summed rewards are the greedy "
                            "policy's, not the exploration's", False)
+    augment_shift: int = doc("move each sampled frame stack sideways by a random -N..N pixels, its edge repeated "
+                             "(DrQ's random shift, Kostrikov et al. 2020); 0 trains on the frames as stored", 0)
     prioritized: bool = doc("prioritized replay (Schaul et al. 2016) instead of uniform", False)
     per_alpha: float = doc("prioritized replay: priority exponent", 0.6)
     per_beta: float = doc("prioritized replay: importance-sampling exponent at the start (annealed to 1)", 0.4)

@@ -211,7 +211,8 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         f"{' on cuda' if col.collector_device == 'cuda' else ''}, "
         f"rule {learner.rule.label}{f', judged on its weights averaged at {lrn.weight_average:g}' if lrn.weight_average else ''}, batch {lrn.batch_size} x {lrn.grad_accum_steps}, replay ratio {lrn.replay_ratio:g}, "
         f"lr {lr_words(lrn)}, amp {learner.amp_dtype}, compile {lrn.compile}, learner threads {threads}, "
-        f"replay {rep.buffer_size:,} x {replay.storage.bytes_per_transition():,.0f} B, "
+        f"replay {rep.buffer_size:,} x {replay.storage.bytes_per_transition():,.0f} B"
+        f"{f', stacks shifted sideways up to {rep.augment_shift} px' if rep.augment_shift else ''}, "
         f"collector seeds {', '.join(map(str, collectors.seeds))}")
     # made last, in the learner's thread: torch.set_num_threads sets the team of the thread that calls it
     share = ThreadShare(threads, hw.cores, torch.set_num_threads, log) \

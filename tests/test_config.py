@@ -201,6 +201,8 @@ def test_bad_input_stops_before_any_process_starts(tmp_path):
     ({"eps_end": 2.0}, "--eps-end 2.0: must be in [0, 1]"),
     ({"bootstrap_epsilon": 1.0}, "--bootstrap-epsilon 1.0: must be in [0, 1)"),
     ({"weight_average": 1.0}, "--weight-average 1.0: must be in [0, 1)"),
+    ({"augment_shift": 20}, "--augment-shift 20: must be 0 (off) to 16 pixels"),
+    ({"augment_shift": -1}, "--augment-shift -1: must be 0 (off) to 16 pixels"),
     ({"start_method": "threads"}, "--start-method 'threads': choose spawn, forkserver or fork"),
     ({"env": "CartPole-v1"}, "module:EnvId"),
     ({"env": "nosuchmodule:Foo-v0"}, "importing 'nosuchmodule' did not register that id"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .augment import RandomShift
 from .sampler import PrioritizedSampler, UniformSampler
 from .storage import Storage
 from .writer import StreamWriter
@@ -12,24 +13,29 @@ from .writer import StreamWriter
 class Replay:
     """Batches of n-step transitions from its three parts: ``storage`` holds the records,
     ``writer`` puts the consolidation thread's ring records into it and tells ``sampler``,
-    which picks what a batch is made of. ``from_config`` builds the run's; ``of`` names each
-    number, for tests and benchmarks that build one by hand."""
+    which picks what a batch is made of; ``shift``, where given, moves each sampled frame stack
+    (``augment.RandomShift``). ``from_config`` builds the run's; ``of`` names each number, for
+    tests and benchmarks that build one by hand."""
 
     def __init__(self, storage: Storage, sampler: UniformSampler, writer: StreamWriter, frame_stack: int,
-                 n_step: int, gamma: float, n_step_cut: bool = False):
+                 n_step: int, gamma: float, n_step_cut: bool = False, shift: RandomShift | None = None):
         self.storage, self.sampler, self.writer = storage, sampler, writer
         self.frame_stack, self.n_step, self.gamma, self.n_step_cut = frame_stack, n_step, gamma, n_step_cut
+        self.shift = shift
 
     @classmethod
     def of(cls, capacity: int, num_collectors: int, envs_per_collector: int, *, frame_stack: int = 4,
            n_step: int = 3, gamma: float = 0.99, prioritized: bool = False, alpha: float = 0.6, beta: float = 0.4,
-           seed: int = 0, frame_shape=(84, 84), n_step_cut: bool = False) -> Replay:
+           seed: int = 0, frame_shape=(84, 84), n_step_cut: bool = False, shift: int = 0) -> Replay:
         """``capacity`` transitions over one stream per env (``num_collectors`` x
-        ``envs_per_collector``); ``prioritized``: proportional PER with ``alpha`` and ``beta``."""
+        ``envs_per_collector``); ``prioritized``: proportional PER with ``alpha`` and ``beta``;
+        ``shift``: sampled stacks moved sideways by up to that many pixels (0: as stored)."""
         storage = Storage(capacity, num_collectors * envs_per_collector, frame_shape)
         sampler = (PrioritizedSampler(storage, alpha, beta, seed) if prioritized else UniformSampler(storage, seed))
+        # its own generator, so a shift does not change which records the sampler draws
+        shifter = RandomShift(shift, seed + 1) if shift else None
         return cls(storage, sampler, StreamWriter(storage, envs_per_collector, sampler.on_write), frame_stack, n_step,
-                   gamma, n_step_cut)
+                   gamma, n_step_cut, shifter)
 
     @classmethod
     def from_config(cls, cfg) -> Replay:
@@ -38,7 +44,7 @@ class Replay:
         return cls.of(rep.buffer_size, col.total_collectors, col.envs_per_collector,
                       frame_stack=cfg.env_options.frame_stack, n_step=rep.n_step, gamma=rep.gamma,
                       prioritized=rep.prioritized, alpha=rep.per_alpha, beta=rep.per_beta, seed=cfg.seed,
-                      n_step_cut=rep.n_step_cut)
+                      n_step_cut=rep.n_step_cut, shift=rep.augment_shift)
 
     def __len__(self) -> int:
         return len(self.storage)
@@ -57,6 +63,8 @@ class Replay:
             # records written to its stream since each sample's, times the streams that advance
             # together: about the agent steps played since it was (the replay's age of samples)
             age = float((st.written[s] - 1 - seq).mean()) * st.num_streams
+        if self.shift is not None:  # on the batch's own copies, outside the lock the writer waits on
+            obs, next_obs = self.shift(obs, channels_last), self.shift(next_obs, channels_last)
         return {"obs": obs, "action": action, "return": ret, "discount": np.where(terminated, 0.0, disc).astype(np.float32),
                 "next_obs": next_obs, "weights": weights, "stream": s, "pos": p, "seq": seq, "age": age}
 
@@ -81,4 +89,4 @@ class Replay:
             return int(valid.sum()), len(streams)
 
 
-__all__ = ["Replay", "Storage", "StreamWriter", "UniformSampler", "PrioritizedSampler"]
+__all__ = ["Replay", "Storage", "StreamWriter", "UniformSampler", "PrioritizedSampler", "RandomShift"]

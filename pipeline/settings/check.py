@@ -94,6 +94,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("device", "Apple MPS is not available on this machine; use --device cpu (or auto)")
     if run.score_metric == "distance" and not is_mario(cfg.env):
         bad("score_metric", f"{cfg.env} reports no distance; only Mario does. Use --score-metric return")
+    if not 0 <= rep.augment_shift <= 16:
+        bad("augment_shift", "must be 0 (off) to 16 pixels of the 84-pixel frame (DrQ shifts by 4)")
     if opts.stall_steps < 0:
         bad("stall_steps", "must be 0 (never) or a number of agent steps")
     if opts.stall_steps and not is_mario(cfg.env):
