@@ -265,6 +265,9 @@ def plot_game_ends(rep: dict, path: str | Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharex=True, sharey=True)
+    every = [g for s in rep["seeds"].values() for p in (s["plays"] or {}).values() if isinstance(p, dict)
+             for g in p.get("games", [])]
+    flag_x = max((g["distance"] for g in every if g["flag"]), default=None)
     for ax, how in zip(axes, ("greedy", "noisy")):
         flags = total = 0
         for k, (seed, s) in enumerate(rep["seeds"].items()):
@@ -279,8 +282,18 @@ def plot_game_ends(rep: dict, path: str | Path) -> None:
         ax.set_title(f"{what}: {flags} of {total} games reached the flag", fontsize=10)
         ax.set_xlabel("x position where the game ended")
         ax.grid(alpha=0.3)
+        if flag_x is not None:
+            ax.axvline(flag_x, color="0.5", ls="--", lw=1)
+            ax.annotate("flag", (flag_x, 1), xycoords=("data", "axes fraction"), xytext=(-3, -12),
+                        textcoords="offset points", ha="right", fontsize=8, color="0.35")
+        if flags == total:  # nothing to scatter: say why rather than leave empty axes
+            ax.text(0.5, 0.5, "every game reached the flag" if total else "no kept weights played yet",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=10, color="0.35")
         if total:
             ax.legend(fontsize=8, loc="upper left")
+    if every:  # the level's length and the longest game, so panels and suites read on one scale
+        axes[0].set_xlim(0, 1.05 * max(g["distance"] for g in every))
+        axes[0].set_ylim(0, 1.1 * max(g["length"] for g in every))
     axes[0].set_ylabel("agent steps the game lasted\n(top: stood until the clock ran out)")
     fig.suptitle(f"Where the kept weights' games ended without the flag ({rep['env']})", fontsize=11)
     fig.tight_layout()
