@@ -4,8 +4,9 @@ Agarwal et al. 2021 used it with DQN on Atari).
 Each sampled stack moves sideways by a whole number of pixels drawn from [-pad, pad], its edge
 column repeated into the gap (DrQ pads with the edge and crops, which is the same), all frames of
 the stack alike; a transition's state and next state draw their shifts apart, as DrQ's K = M = 1.
-The Q-network then has to value a scene wherever it sits in the frame, which is what Mario meets
-when a random action puts him a few pixels off the path the greedy policy has learned.
+The aim is a Q-network that values a scene wherever it sits in the frame, as Mario meets it when a
+random action puts him a few pixels off the path the greedy policy learned; whether that lifts the
+play under noise is for the Mario suite to say (not measured yet).
 
 Sideways only: the frame's bottom rows hold the action mark (``wrappers/action_mark.py``), which a
 vertical shift would crop away; a sideways shift of a few pixels leaves each action's block (28
