@@ -20,10 +20,17 @@ def quick_exit(code: int | None) -> NoReturn:
     """End the process with exit status ``code`` (None is 0) after the work of a normal exit."""
     code = 0 if code is None else int(code)
     try:
-        me = threading.current_thread()
-        for t in threading.enumerate():  # what the interpreter's exit waits for, it waits for here
-            if t is not me and not t.daemon:
-                t.join()
+        if threading.current_thread() is threading.main_thread():
+            # What the interpreter's exit does first: the threading module's own exit hooks (they
+            # tell a ThreadPoolExecutor's workers, which are not daemons, to stop: inductor leaves
+            # its compile workers' pool open, and a compiled --profile run with a cold cache hung
+            # here), then it joins every thread that is not a daemon.
+            threading._shutdown()
+        else:
+            me = threading.current_thread()
+            for t in threading.enumerate():
+                if t is not me and not t.daemon and t is not threading.main_thread():
+                    t.join()
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):

@@ -43,3 +43,22 @@ def test_the_same_child_ended_normally_tears_down():
     out = subprocess.run([sys.executable, "-c", CHILD.replace("quick_exit(int(sys.argv[1]))", "sys.exit(0)"), "0"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "torn down" in out.stdout, out.stdout
+
+
+POOL_CHILD = r"""
+import concurrent.futures, sys
+from pipeline.quick_exit import quick_exit
+
+pool = concurrent.futures.ThreadPoolExecutor(2)  # left open, as inductor leaves its compile workers' pool
+print(pool.submit(lambda: 41 + 1).result(), flush=True)
+quick_exit(0)
+"""
+
+
+def test_an_open_thread_pool_ends_as_at_a_normal_exit():
+    """A ThreadPoolExecutor's workers are not daemons and wait for work until the threading
+    module's exit hooks tell them to stop; the interpreter runs those hooks before it joins
+    threads, and so must quick_exit (joining first waited forever: `--profile` with a compiled learner
+    and a cold inductor cache, whose compile workers it starts, hung after its last line)."""
+    out = subprocess.run([sys.executable, "-c", POOL_CHILD], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.split() == ["42"], (out.stdout, out.stderr)
