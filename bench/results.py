@@ -266,9 +266,10 @@ def readme_table(results: list[tuple[Source, dict]]) -> str:
             seeds = ", ".join(str(r["seed"]) for r in s) or "-"
         else:
             done = [r for r in s if r["greedy"] is not None]
-            what = ("kept weights reach the flag in " + ", ".join(f"{r['greedy']}/{r['episodes']} greedy and "
-                                                                   f"{r['noisy']}/{r['episodes']} at epsilon 0.05"
-                                                                   for r in done) if done else
+            n = max((r["episodes"] for r in done), default=10)
+            what = (f"each seed's kept weights, played again on {n} fresh games: the flag in "
+                    f"{', '.join(str(r['greedy']) for r in done)} greedy, "
+                    f"{', '.join(str(r['noisy']) for r in done)} at epsilon 0.05" if done else
                     "not yet measured on the Mario suite")
             seeds = ", ".join(str(r["seed"]) for r in done) or "-"
         out.append(f"| [{src.title}](docs/results.md) | {what} | {seeds} |")

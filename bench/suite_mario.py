@@ -211,7 +211,9 @@ def mario_markdown(rep: dict) -> str:
                      f"{_n(g and g['distance_mean'])} / {_n(e and e['distance_mean'])} | "
                      f"{_n(s['kept_agent_steps'])} ({_n(s['kept_minutes'], '{:.1f}')}) | "
                      f"{_n(s['agent_steps'])} ({_n(s['minutes'], '{:.1f}')}){'' if s['done'] else ' *'} |")
-    lines += ["", "`*`: still training; its plays, if any, are of weights kept so far.", ""]
+    if not all(s["done"] for s in rep["seeds"].values()):
+        lines += ["", "`*`: still training; its plays, if any, are of weights kept so far."]
+    lines.append("")
     for seed, s in rep["seeds"].items():
         for how in ("greedy", "noisy"):
             play = (s["plays"] or {}).get(how)
