@@ -232,7 +232,8 @@ def mario_suite(src: Source) -> dict:
             other[str(run.relative_to(DATA))] = d
         p = rep["seeds"][seed]["plays"] or {}
         kept.append({"seed": seed, "greedy": (p.get("greedy") or {}).get("flags"),
-                     "noisy": (p.get("noisy") or {}).get("flags"), "episodes": p.get("episodes")})
+                     "noisy": (p.get("noisy") or {}).get("flags"), "episodes": p.get("episodes"),
+                     "kept_at": rep["seeds"][seed]["kept_agent_steps"]})
     return {"lines": lines, "other": other, "summary": kept}
 
 
@@ -267,9 +268,11 @@ def readme_table(results: list[tuple[Source, dict]]) -> str:
         else:
             done = [r for r in s if r["greedy"] is not None]
             n = max((r["episodes"] for r in done), default=10)
+            at = [r["kept_at"] for r in done if r.get("kept_at") is not None]
+            when = f" (weights kept at {min(at) // 1000}k-{max(at) // 1000}k agent steps)" if at else ""
             what = (f"each seed's kept weights, played again on {n} fresh games: the flag in "
                     f"{', '.join(str(r['greedy']) for r in done)} greedy, "
-                    f"{', '.join(str(r['noisy']) for r in done)} at epsilon 0.05" if done else
+                    f"{', '.join(str(r['noisy']) for r in done)} at epsilon 0.05{when}" if done else
                     "not yet measured on the Mario suite")
             seeds = ", ".join(str(r["seed"]) for r in done) or "-"
         out.append(f"| [{src.title}](docs/results.md) | {what} | {seeds} |")
