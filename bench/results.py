@@ -230,10 +230,11 @@ def mario_suite(src: Source) -> dict:
         run = suite_dir / f"seed{seed}" / "SuperMarioBros-1-1"
         if d := recipe_differs(run, src.env, src.args):
             other[str(run.relative_to(DATA))] = d
-        p = rep["seeds"][seed]["plays"] or {}
+        one = rep["seeds"][seed]
+        p = one["plays"] or {}
         kept.append({"seed": seed, "greedy": (p.get("greedy") or {}).get("flags"),
                      "noisy": (p.get("noisy") or {}).get("flags"), "episodes": p.get("episodes"),
-                     "kept_at": rep["seeds"][seed]["kept_agent_steps"]})
+                     "kept_at": one["kept_agent_steps"]})
     return {"lines": lines, "other": other, "summary": kept}
 
 
@@ -243,6 +244,15 @@ KINDS = {"atari_suite": atari_suite, "pong_long": pong_long, "time_to_score": ti
 
 def collect() -> list[tuple[Source, dict]]:
     return [(src, KINDS[src.kind](src)) for src in SOURCES]
+
+
+def mario_row(done: list[dict]) -> str:
+    """The README's words for the Mario suite's seeds whose kept weights were played again."""
+    at = [r["kept_at"] for r in done if r.get("kept_at") is not None]
+    when = f" (weights kept at {min(at) // 1000}k-{max(at) // 1000}k agent steps)" if at else ""
+    return (f"each seed's kept weights, played again on {max(r['episodes'] for r in done)} fresh games: the flag in "
+            f"{', '.join(str(r['greedy']) for r in done)} greedy, "
+            f"{', '.join(str(r['noisy']) for r in done)} at epsilon 0.05{when}")
 
 
 def readme_table(results: list[tuple[Source, dict]]) -> str:
@@ -267,13 +277,7 @@ def readme_table(results: list[tuple[Source, dict]]) -> str:
             seeds = ", ".join(str(r["seed"]) for r in s) or "-"
         else:
             done = [r for r in s if r["greedy"] is not None]
-            n = max((r["episodes"] for r in done), default=10)
-            at = [r["kept_at"] for r in done if r.get("kept_at") is not None]
-            when = f" (weights kept at {min(at) // 1000}k-{max(at) // 1000}k agent steps)" if at else ""
-            what = (f"each seed's kept weights, played again on {n} fresh games: the flag in "
-                    f"{', '.join(str(r['greedy']) for r in done)} greedy, "
-                    f"{', '.join(str(r['noisy']) for r in done)} at epsilon 0.05{when}" if done else
-                    "not yet measured on the Mario suite")
+            what = mario_row(done) if done else "not yet measured on the Mario suite"
             seeds = ", ".join(str(r["seed"]) for r in done) or "-"
         out.append(f"| [{src.title}](docs/results.md) | {what} | {seeds} |")
     out.append(END)
