@@ -185,6 +185,9 @@ class RunConfig:
     eval_interval: int = doc("agent steps between evaluations of the current weights in a process of their own, "
                              "keeping the best in best_eval.pt; 0 = off (best.pt still follows training games)", 0)
     eval_episodes: int = doc("whole games per --eval-interval evaluation (--eval plays --episodes)", 5)
+    confirm_episodes: int = doc("whole games the confirmation of an evaluation that beat the best plays (each way "
+                                "for Mario); 0 = --eval-episodes. More games keep weights by their rate, not by a "
+                                "lucky draw; a Mario confirmation counts its flags per --eval-episodes games", 0)
     eval_epsilon: float = doc("random-action probability when evaluating (--eval-interval and --eval); CleanRL uses 0.05", 0.0)
     stop_at_flag: bool = doc("stop once the kept weights (best_eval.pt) reach the flag in every game of the "
                              "evaluation that confirmed them (Mario, with --eval-interval), saving an MP4 of a flag "

@@ -178,7 +178,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         eval_metric, eval_epsilons = run_eval_plan(cfg)
         evals = PeriodicEval(Path(run.run_dir), every, run.eval_episodes, eval_epsilons, eval_metric,
                              cfg.seed + 7_919, log, start.best_eval,
-                             (start.agent_steps // every + 1) * every if every else 0)
+                             (start.agent_steps // every + 1) * every if every else 0, run.confirm_episodes)
         undo.callback(evals.close)
         n_weights = flat_size(learner.model)
         control = ControlBlock.create(n_weights)

@@ -112,6 +112,10 @@ def test_batch_larger_than_buffer():
     assert "--batch-size 512" in _error(batch_size=512, buffer_size=256, num_collectors=1, envs_per_collector=1)
 
 
+def test_negative_confirmation_games():
+    assert "--confirm-episodes" in _error(confirm_episodes=-1) and "0 or more" in _error(confirm_episodes=-1)
+
+
 def test_unknown_env_id():
     assert "not a known environment id" in _error(env="ALE/Pongg-v5")
 

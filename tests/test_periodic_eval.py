@@ -115,6 +115,9 @@ def test_flag_score_keeps_the_fewer_flags_then_all_flags_then_distance():
     assert s([8, 10], 10, [1000.0] * 20) > s([8, 9], 10, [3300.0] * 20)
     # then to the longer mean distance
     assert s([8, 9], 10, [3100.0] * 20) > s([8, 9], 10, [3000.0] * 20)
+    # counted per 10 games, 17 of 20 is 8.5 and its tie-breaks stay below 9 (half a flag per 10)
+    assert 8.5 < s([20, 17], 20, [99_999.0] * 40, per=10) < 9 < s([9, 9], 10, [0.0] * 20)
+    assert s([8, 9], 10, [3000.0] * 20, per=10) == s([8, 9], 10, [3000.0] * 20)
     # no tie-break reaches the next flag, at any number of games
     for games in (4, 10, 1000):
         assert s([3, 3], games, [99_999.0] * 2 * games) < s([4, 4], games, [0.0] * 2 * games)
@@ -161,3 +164,51 @@ def test_mario_keeps_weights_by_the_fewer_flags_of_greedy_and_noisy_games(tmp_pa
     assert ev.finished and ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]["agent_steps"] == 3000
     rows = [json.loads(x) for x in (tmp_path / EVALS_NAME).read_text().splitlines()]
     assert [len(r["flags"]) for r in rows] == [4] * 5 and [len(r["plays"]) for r in rows] == [2] * 5
+
+
+def test_a_longer_confirmation_counts_flags_per_screening_games_and_a_near_screening_is_confirmed(tmp_path, monkeypatch):
+    """Mario's preset confirms on twice the screening's games: 17 of 20 is 8.5 per 10, the bar a
+    later screening is judged against; a screening one flag below that bar is still confirmed,
+    since ten games do not tell 8 from 9 flags, and one two flags below is not."""
+    cfg = Config.of(amp=False, run_dir=str(tmp_path))
+    learner = Learner(cfg.learner, 4, 3, torch.device("cpu"))
+    rng = np.random.default_rng(0).bit_generator.state
+    save = lambda name: ckpt.save(tmp_path / name, ckpt.training_state(cfg, 3, learner.state_dict(), {}, rng)) or tmp_path / name  # noqa: E731
+    lines, script, counts = [], [], []
+    ev = pe.PeriodicEval(tmp_path, 1000, 10, (0.0, 0.05), "flags", 100, lines.append, confirm_episodes=20)
+    assert ev.confirm_episodes == 20
+
+    def launch(path, games_seed, phase):
+        counts.append((phase, ev.confirm_episodes if phase == "confirm" else ev.episodes))
+        played = _Played(script.pop(0))
+        ev.proc, ev.conn, ev.phase, ev.games_seed = played, played, phase, games_seed
+    monkeypatch.setattr(ev, "_launch", launch)
+
+    def both(greedy, noisy):
+        n = max(len(greedy), len(noisy))
+        return {"plays": [_play([1.0] * n, greedy, 0.0, [3000.0] * n), _play([1.0] * n, noisy, 0.05, [3000.0] * n)]}
+
+    script += [both([True] * 10, [True] * 9 + [False]),            # screen 10 / 9
+               both([True] * 20, [True] * 17 + [False] * 3)]       # confirmed 20 / 17: 8.5 per 10
+    ev.start(save, 1000)
+    ev.poll()
+    ev.poll()
+    best = ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]
+    assert counts == [("screen", 10), ("confirm", 20)]
+    assert 8.5 <= best["score"] < 9 and best["games"] == 40 and ev.best == best["score"]
+    assert best["plays"] == [{"epsilon": 0.0, "flags": 20, "games": 20}, {"epsilon": 0.05, "flags": 17, "games": 20}]
+    assert "per 10 games" in lines[-1]
+
+    script += [both([True] * 10, [True] * 8 + [False] * 2),        # 8 of 10: within a flag of 8.5
+               both([True] * 20, [True] * 18 + [False] * 2)]       # 9 per 10 confirmed: kept
+    ev.start(save, 2000)
+    ev.poll()
+    assert "within a flag of the best so far, confirming on 20 fresh games each way" in lines[-1]
+    ev.poll()
+    assert ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]["agent_steps"] == 2000 and 9 <= ev.best < 10
+
+    script += [both([True] * 10, [True] * 7 + [False] * 3)]        # 7 of 10: two below 9, no confirmation
+    ev.start(save, 3000)
+    ev.poll()
+    assert ev.proc is None and counts[-1] == ("screen", 10) and "confirming" not in lines[-1]
+    assert not ev.finished

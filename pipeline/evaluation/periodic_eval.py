@@ -10,9 +10,14 @@ the first interval after it ends), each answering through a pipe of its own, so 
 can never be taken for the next evaluation's.
 
 An evaluation that beats the best so far is confirmed before its weights replace best_eval.pt:
-the same weights play as many fresh games (other seeds), and only the confirmation's score counts.
-The best of many evaluations is lucky by selection (weights that won 8 of 10 replayed 6 of 10),
-so the kept score is one that was not chosen for being high. A Mario candidate whose confirmation
+the same weights play fresh games (other seeds; --confirm-episodes of them, as many as the
+screening by default), and only the confirmation's score counts. The best of many evaluations is
+lucky by selection (weights that won 8 of 10 replayed 6 of 10), so the kept score is one that was
+not chosen for being high. A confirmation is lucky too: the kept 10-game one becomes the bar, and
+on Mario a 10 / 9 confirmation read 9 / 7 on other fresh games while the later screenings of
+10 / 8 could not reach its bar to be confirmed. So a Mario confirmation may play more games than a
+screening (the preset: 20), its flags counted per screening's games (17 of 20 is 8.5), and a
+screening within one flag of the best is confirmed too: ten games tell flags apart no closer. A Mario candidate whose confirmation
 reaches the flag in every game is a finished agent (``finished``): the run can stop there.
 
 Mario is judged by its flags, greedy and under noise (the suite replays the kept weights both
@@ -36,6 +41,7 @@ from ..records.record import append_jsonl
 
 TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a policy stuck in a game)
 CONFIRM_SEED_OFFSET = 1_000_003  # a confirmation's games: seeds apart from every screening's
+FLAG_SLACK = 1.0  # a Mario screening this close below the best is confirmed (flags per screening)
 
 
 def _exit_with_parent(parent_pid: int, every_s: float = 0.1) -> None:
@@ -67,14 +73,16 @@ def run_eval_plan(cfg) -> tuple[str, tuple[float, ...]]:
     return eval_plan(is_mario(cfg.env), cfg.run.eval_epsilon, cfg.run.score_metric)
 
 
-def flag_score(flags: list[int], games: int, distances: list[float]) -> float:
+def flag_score(flags: list[int], games: int, distances: list[float], per: int = 0) -> float:
     """The score of weights whose plays (one per epsilon, ``games`` games each) reached the flag
     ``flags[i]`` times, with these distances: the fewest flags of any play, as the target asks for
     both; a tie goes to more flags in all, and then to the longer mean distance. Each tie-break is
-    worth less than one step of what it breaks (a level is far shorter than 100,000 px)."""
+    worth less than one step of what it breaks (a level is far shorter than 100,000 px). Counted
+    per ``per`` games (0: per ``games``), so plays of 10 and of 20 games compare: 17 of 20 is 8.5."""
     slots = len(flags) * games + 1
     mean_distance = statistics.fmean(distances) if distances else 0.0
-    return min(flags) + sum(flags) / slots + min(mean_distance, 99_999.0) / 100_000 / slots
+    scale = (per or games) / games
+    return scale * (min(flags) + sum(flags) / slots + min(mean_distance, 99_999.0) / 100_000 / slots)
 
 
 def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int, conn, parent_pid: int) -> None:
@@ -114,12 +122,14 @@ def keep_as_best(candidate: Path, best_path: Path, best: dict) -> None:
 
 class PeriodicEval:
     def __init__(self, run_dir: Path, interval: int, episodes: int, epsilons: tuple[float, ...], metric: str,
-                 seed: int, log, best: float = float("-inf"), next_at: int = 0):
-        """``epsilons`` and ``metric``: ``eval_plan``'s; ``episodes`` games at each epsilon."""
+                 seed: int, log, best: float = float("-inf"), next_at: int = 0, confirm_episodes: int = 0):
+        """``epsilons`` and ``metric``: ``eval_plan``'s; ``episodes`` games at each epsilon, and
+        ``confirm_episodes`` (0: as many) in a confirmation."""
         # spawn, whatever --start-method says: this process is forked mid-training otherwise,
         # beside running threads, and would inherit the learner's signal handlers
         self.ctx = mp.get_context("spawn")
         self.run_dir, self.interval, self.episodes = Path(run_dir), interval, episodes
+        self.confirm_episodes = confirm_episodes or episodes
         self.epsilons, self.metric, self.seed, self.log = tuple(epsilons), metric, seed, log
         self.epsilon = max(self.epsilons)  # --eval-epsilon
         self.best = best           # best confirmed mean score so far (kept in checkpoints)
@@ -154,7 +164,8 @@ class PeriodicEval:
     def _launch(self, path: Path, games_seed: int, phase: str) -> None:
         recv, send = self.ctx.Pipe(duplex=False)
         proc = self.ctx.Process(target=_play, name="evaluator", daemon=True,
-                                args=(str(path), self.episodes, self.epsilons, games_seed, send, os.getpid()))
+                                args=(str(path), self.confirm_episodes if phase == "confirm" else self.episodes,
+                                      self.epsilons, games_seed, send, os.getpid()))
         try:
             proc.start()
         finally:
@@ -188,8 +199,8 @@ class PeriodicEval:
         flags = [f for p in plays for f in p["flags"]]  # Mario's (and any game that reports a flag)
         distances = [d for p in plays for d in p["distances"]]
         games = sum(len(p["returns"]) for p in plays)
-        if self.metric == "flags":
-            score = flag_score([sum(p["flags"]) for p in plays], self.episodes, distances)
+        if self.metric == "flags":  # flags per screening's games, whatever this play's count
+            score = flag_score([sum(p["flags"]) for p in plays], len(plays[0]["flags"]), distances, self.episodes)
         else:
             score = statistics.fmean(distances if self.metric == "distance" else [r for p in plays for r in p["returns"]])
         row = {"agent_steps": self.steps, "score": score, "metric": self.metric, "epsilon": self.epsilon,
@@ -204,11 +215,12 @@ class PeriodicEval:
         places = 3 if self.metric == "flags" else 2  # a flags score's tie-breaks sit in its decimals
         if self.metric == "flags":
             said = (f"flag in {ways} {fresh}games, mean distance {statistics.fmean(distances):,.0f}; "
-                    f"score {score:.{places}f} (the fewer flags, then all flags, then distance)")
+                    f"score {score:.{places}f} (the fewer flags per {self.episodes} games, then all flags, then distance)")
         else:
             said = (f"mean {self.metric} {score:.2f} over {games} {fresh}games (epsilon {self.epsilon:g})"
                     + (f", flag in {sum(flags)}/{games}" if flags else ""))
-        if self.phase == "screen" and score > self.best:
+        bar = self.best - FLAG_SLACK if self.metric == "flags" else self.best
+        if self.phase == "screen" and score > bar:
             self.screened = {"score": score, "seed": self.games_seed}
             try:
                 self._launch(candidate, CONFIRM_SEED_OFFSET + self.games_seed, "confirm")
@@ -217,8 +229,9 @@ class PeriodicEval:
                          f"({type(e).__name__}: {e}): best_eval.pt stays")
                 candidate.unlink(missing_ok=True)
                 return
-            self.log(f"[EVAL] At {self.steps:,} agent steps: {said}; above the best so far, confirming on "
-                     f"{self.episodes} fresh games" + (" each way" if len(self.epsilons) > 1 else ""))
+            near = "above" if score > self.best else "within a flag of"
+            self.log(f"[EVAL] At {self.steps:,} agent steps: {said}; {near} the best so far, confirming on "
+                     f"{self.confirm_episodes} fresh games" + (" each way" if len(self.epsilons) > 1 else ""))
             return
         if self.phase == "confirm" and score > self.best:
             self.best = score

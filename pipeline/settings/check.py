@@ -70,7 +70,7 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     check_play_options(opts.sticky_actions, opts.noop_max)
     for name in ["learning_starts", "max_collector_restarts", "eps_decay_steps", "lr_decay_start", "lr_decay_steps",
                  "learner_threads",
-                 "eval_interval", "num_collectors", "ray_collectors"]:
+                 "eval_interval", "confirm_episodes", "num_collectors", "ray_collectors"]:
         if cfg.get(name) < 0:
             bad(name, "must be 0 or more")
     if lrn.compile and not hw.cuda and not hw.cpp_compiler:
