@@ -212,3 +212,19 @@ def test_a_longer_confirmation_counts_flags_per_screening_games_and_a_near_scree
     ev.poll()
     assert ev.proc is None and counts[-1] == ("screen", 10) and "confirming" not in lines[-1]
     assert not ev.finished
+
+
+def test_the_slack_is_only_for_weights_that_reach_the_flag_both_ways(tmp_path, monkeypatch):
+    """Before any flag, a screening is confirmed only when it beats the best (by distance): one
+    a little shorter is not, though its score is within one of the best's."""
+    ev = pe.PeriodicEval(tmp_path, 1000, 2, (0.0, 0.05), "flags", 100, [].append, best=pe.flag_score([0, 0], 2, [900.0]))
+    launched = []
+    monkeypatch.setattr(ev, "_launch", lambda path, seed, phase: launched.append(phase))
+    played = _Played({"plays": [_play([1.0] * 2, [False] * 2, 0.0, [800.0] * 2), _play([1.0] * 2, [False] * 2, 0.05, [800.0] * 2)]})
+    ev.proc = ev.conn = played
+    ev.poll()
+    assert launched == []
+    ev.best = pe.flag_score([0, 0], 2, [700.0])
+    ev.proc = ev.conn = played
+    ev.poll()
+    assert launched == ["confirm"]

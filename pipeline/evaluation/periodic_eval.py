@@ -16,8 +16,9 @@ lucky by selection (weights that won 8 of 10 replayed 6 of 10), so the kept scor
 not chosen for being high. A confirmation is lucky too: the kept 10-game one becomes the bar, and
 on Mario a 10 / 9 confirmation read 9 / 7 on other fresh games while the later screenings of
 10 / 8 could not reach its bar to be confirmed. So a Mario confirmation may play more games than a
-screening (the preset: 20), its flags counted per screening's games (17 of 20 is 8.5), and a
-screening within one flag of the best is confirmed too: ten games tell flags apart no closer. A Mario candidate whose confirmation
+screening, its flags counted per screening's games (17 of 20 is 8.5), and a screening that
+reaches the flag both ways within one flag of the best is confirmed too: ten games tell flags
+apart no closer. A Mario candidate whose confirmation
 reaches the flag in every game is a finished agent (``finished``): the run can stop there.
 
 Mario is judged by its flags, greedy and under noise (the suite replays the kept weights both
@@ -41,7 +42,7 @@ from ..records.record import append_jsonl
 
 TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a policy stuck in a game)
 CONFIRM_SEED_OFFSET = 1_000_003  # a confirmation's games: seeds apart from every screening's
-FLAG_SLACK = 1.0  # a Mario screening this close below the best is confirmed (flags per screening)
+FLAG_SLACK = 1.0  # a Mario screening with flags this close below the best is confirmed (flags per screening)
 
 
 def _exit_with_parent(parent_pid: int, every_s: float = 0.1) -> None:
@@ -219,8 +220,10 @@ class PeriodicEval:
         else:
             said = (f"mean {self.metric} {score:.2f} over {games} {fresh}games (epsilon {self.epsilon:g})"
                     + (f", flag in {sum(flags)}/{games}" if flags else ""))
-        bar = self.best - FLAG_SLACK if self.metric == "flags" else self.best
-        if self.phase == "screen" and score > bar:
+        # the slack only among weights that reach the flag both ways: before that, distance
+        # breaks the tie and a confirmation of every flagless screening would buy nothing
+        near = self.metric == "flags" and score >= 1 and score > self.best - FLAG_SLACK
+        if self.phase == "screen" and (score > self.best or near):
             self.screened = {"score": score, "seed": self.games_seed}
             try:
                 self._launch(candidate, CONFIRM_SEED_OFFSET + self.games_seed, "confirm")
@@ -229,8 +232,8 @@ class PeriodicEval:
                          f"({type(e).__name__}: {e}): best_eval.pt stays")
                 candidate.unlink(missing_ok=True)
                 return
-            near = "above" if score > self.best else "within a flag of"
-            self.log(f"[EVAL] At {self.steps:,} agent steps: {said}; {near} the best so far, confirming on "
+            how = "above" if score > self.best else "within a flag of"
+            self.log(f"[EVAL] At {self.steps:,} agent steps: {said}; {how} the best so far, confirming on "
                      f"{self.confirm_episodes} fresh games" + (" each way" if len(self.epsilons) > 1 else ""))
             return
         if self.phase == "confirm" and score > self.best:
