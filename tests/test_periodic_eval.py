@@ -35,21 +35,31 @@ class _Played:
         pass
 
 
-@pytest.fixture
-def evals(tmp_path, monkeypatch):
-    """A PeriodicEval whose games are the scripted results, in order; the seeds it asked for in ``asked``."""
+def _saver(tmp_path):
+    """``save_weights`` for PeriodicEval.start: a real checkpoint of fresh weights in ``tmp_path``."""
     cfg = Config.of(amp=False, run_dir=str(tmp_path))
     learner = Learner(cfg.learner, 4, 3, torch.device("cpu"))
     rng = np.random.default_rng(0).bit_generator.state
-    save = lambda name: ckpt.save(tmp_path / name, ckpt.training_state(cfg, 3, learner.state_dict(), {}, rng)) or tmp_path / name  # noqa: E731
-    lines, script, asked = [], [], []
-    ev = pe.PeriodicEval(tmp_path, 1000, 3, (0.05,), "return", 100, lines.append)
+    return lambda name: ckpt.save(tmp_path / name, ckpt.training_state(cfg, 3, learner.state_dict(), {}, rng)) or tmp_path / name
 
+
+def _scripted(monkeypatch, ev, script, seen=lambda phase, games_seed: None):
+    """Each evaluation ``ev`` launches answers with the next result of ``script``, no process;
+    ``seen(phase, games_seed)`` hears of each launch."""
     def launch(path, games_seed, phase):
-        asked.append((phase, games_seed))
+        seen(phase, games_seed)
         played = _Played(script.pop(0))
         ev.proc, ev.conn, ev.phase, ev.games_seed = played, played, phase, games_seed
     monkeypatch.setattr(ev, "_launch", launch)
+
+
+@pytest.fixture
+def evals(tmp_path, monkeypatch):
+    """A PeriodicEval whose games are the scripted results, in order; the seeds it asked for in ``asked``."""
+    save = _saver(tmp_path)
+    lines, script, asked = [], [], []
+    ev = pe.PeriodicEval(tmp_path, 1000, 3, (0.05,), "return", 100, lines.append)
+    _scripted(monkeypatch, ev, script, lambda phase, games_seed: asked.append((phase, games_seed)))
     return ev, save, script, asked, lines, tmp_path
 
 
@@ -127,17 +137,10 @@ def test_flag_score_keeps_the_fewer_flags_then_all_flags_then_distance():
 def test_mario_keeps_weights_by_the_fewer_flags_of_greedy_and_noisy_games(tmp_path, monkeypatch):
     """Weights that reach the flag in every noisy game but stand at a wall in greedy ones are not
     kept over weights that do well both ways; a finished agent needs every flag both ways."""
-    cfg = Config.of(amp=False, run_dir=str(tmp_path))
-    learner = Learner(cfg.learner, 4, 3, torch.device("cpu"))
-    rng = np.random.default_rng(0).bit_generator.state
-    save = lambda name: ckpt.save(tmp_path / name, ckpt.training_state(cfg, 3, learner.state_dict(), {}, rng)) or tmp_path / name  # noqa: E731
+    save = _saver(tmp_path)
     lines, script = [], []
     ev = pe.PeriodicEval(tmp_path, 1000, 2, (0.0, 0.05), "flags", 100, lines.append)
-
-    def launch(path, games_seed, phase):
-        played = _Played(script.pop(0))
-        ev.proc, ev.conn, ev.phase, ev.games_seed = played, played, phase, games_seed
-    monkeypatch.setattr(ev, "_launch", launch)
+    _scripted(monkeypatch, ev, script)
 
     def both(greedy, noisy):
         return {"plays": [_play([1.0, 1.0], greedy, 0.0, [3000.0, 3000.0]), _play([1.0, 1.0], noisy, 0.05, [3100.0] * 2)]}
@@ -170,19 +173,13 @@ def test_a_longer_confirmation_counts_flags_per_screening_games_and_a_near_scree
     """Mario's preset confirms on twice the screening's games: 17 of 20 is 8.5 per 10, the bar a
     later screening is judged against; a screening one flag below that bar is still confirmed,
     since ten games do not tell 8 from 9 flags, and one two flags below is not."""
-    cfg = Config.of(amp=False, run_dir=str(tmp_path))
-    learner = Learner(cfg.learner, 4, 3, torch.device("cpu"))
-    rng = np.random.default_rng(0).bit_generator.state
-    save = lambda name: ckpt.save(tmp_path / name, ckpt.training_state(cfg, 3, learner.state_dict(), {}, rng)) or tmp_path / name  # noqa: E731
+    save = _saver(tmp_path)
     lines, script, counts = [], [], []
     ev = pe.PeriodicEval(tmp_path, 1000, 10, (0.0, 0.05), "flags", 100, lines.append, confirm_episodes=20)
     assert ev.confirm_episodes == 20
 
-    def launch(path, games_seed, phase):
-        counts.append((phase, ev.confirm_episodes if phase == "confirm" else ev.episodes))
-        played = _Played(script.pop(0))
-        ev.proc, ev.conn, ev.phase, ev.games_seed = played, played, phase, games_seed
-    monkeypatch.setattr(ev, "_launch", launch)
+    _scripted(monkeypatch, ev, script,
+              lambda phase, games_seed: counts.append((phase, ev.confirm_episodes if phase == "confirm" else ev.episodes)))
 
     def both(greedy, noisy):
         n = max(len(greedy), len(noisy))
