@@ -181,7 +181,9 @@ class Trainer:
     def stop_workers(self) -> None:
         """Stop and join every collector, then the threads, so the counters are final; then book
         the games the stopped collectors finished."""
-        self.parts.stop_workers(self.stop_reason)
+        planned = self.stop_reason
+        # a signal during the wait overwrites stop_reason (run.py's handler): then stop waiting
+        self.parts.stop_workers(planned, interrupted=lambda: self.stop_reason != planned)
         self.parts.take_games()
 
     def release(self) -> None:

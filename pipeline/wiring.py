@@ -111,8 +111,9 @@ class Pipeline:
         self.consolidator.start()
         self.remote.start()
 
-    def stop_workers(self, stop_reason: str | None) -> None:
-        """Stop and join every collector, then the threads, so the counters are final."""
+    def stop_workers(self, stop_reason: str | None, interrupted=lambda: False) -> None:
+        """Stop and join every collector, then the threads, so the counters are final; at a planned
+        stop, wait for the evaluation under way unless ``interrupted()`` (a Ctrl-C meanwhile)."""
         self.control.request_stop()
         self.collectors.join()
         self.remote.stop()
@@ -121,7 +122,7 @@ class Pipeline:
                 t.stop_event.set()
                 t.join(timeout=5)
         if stop_reason in PLANNED_STOPS:
-            self.evals.finish(wait_s=120)  # a planned stop keeps the evaluation under way
+            self.evals.finish(interrupted)  # a planned stop keeps the evaluation under way
         self.evals.close()
 
     def release(self) -> None:

@@ -35,6 +35,24 @@ class _Played:
         pass
 
 
+class _Slow(_Played):
+    """A play still under way for its first ``polls`` looks, then answered."""
+
+    def __init__(self, res, polls):
+        super().__init__(res)
+        self.polls = polls
+
+    def poll(self):
+        self.polls -= 1
+        return self.polls < 0
+
+    def is_alive(self):
+        return self.polls >= 0
+
+    def terminate(self):
+        self.polls = -1
+
+
 def _saver(tmp_path):
     """``save_weights`` for PeriodicEval.start: a real checkpoint of fresh weights in ``tmp_path``."""
     cfg = Config.of(amp=False, run_dir=str(tmp_path))
@@ -44,12 +62,14 @@ def _saver(tmp_path):
 
 
 def _scripted(monkeypatch, ev, script, seen=lambda phase, games_seed: None):
-    """Each evaluation ``ev`` launches answers with the next result of ``script``, no process;
+    """Each evaluation ``ev`` launches answers with the next result of ``script`` (or is that
+    play, a ``_Played``), no process;
     ``seen(phase, games_seed)`` hears of each launch."""
     def launch(path, games_seed, phase):
         seen(phase, games_seed)
-        played = _Played(script.pop(0))
-        ev.proc, ev.conn, ev.phase, ev.games_seed = played, played, phase, games_seed
+        item = script.pop(0)
+        played = item if isinstance(item, _Played) else _Played(item)
+        ev.proc, ev.conn, ev.phase, ev.games_seed, ev.started = played, played, phase, games_seed, pe.time.monotonic()
     monkeypatch.setattr(ev, "_launch", launch)
 
 
@@ -225,3 +245,29 @@ def test_the_slack_is_only_for_weights_that_reach_the_flag_both_ways(tmp_path, m
     ev.proc = ev.conn = played
     ev.poll()
     assert launched == ["confirm"]
+
+
+def test_a_planned_stop_waits_for_the_evaluation_and_the_confirmation_it_starts(evals, monkeypatch):
+    """The last screening of a run beats the best as the run reaches --total-steps: the stop
+    waits for it and for its confirmation, however many looks they take, and keeps the weights."""
+    ev, save, script, asked, lines, run_dir = evals
+    monkeypatch.setattr(pe.time, "sleep", lambda s: None)
+    script += [_Slow(_res([1.0, 1.0, 1.0]), 50), _Slow(_res([1.0, 1.0, -1.0]), 5000)]
+    ev.start(save, 1000)
+    ev.finish()
+    assert "Waiting for the evaluation at 1,000 agent steps" in lines[0]
+    assert [phase for phase, _ in asked] == ["screen", "confirm"] and ev.proc is None
+    assert "confirmed" in lines[-1] and ckpt.load(run_dir / BEST_EVAL_NAME)["best"]["agent_steps"] == 1000
+
+
+def test_a_signal_during_the_wait_stops_the_evaluation_and_says_so(evals, monkeypatch):
+    ev, save, script, asked, lines, run_dir = evals
+    monkeypatch.setattr(pe.time, "sleep", lambda s: None)
+    script += [_Slow(_res([1.0, 1.0, 1.0]), 10**9)]
+    looks = iter(range(100))
+    ev.start(save, 1000)
+    ev.finish(interrupted=lambda: next(looks) >= 20)  # a Ctrl-C after 20 looks
+    assert ev.proc is not None
+    ev.close()
+    assert ev.proc is None and not (run_dir / CANDIDATE_NAME).exists() and not (run_dir / BEST_EVAL_NAME).exists()
+    assert "The evaluation at 1,000 agent steps was stopped with the run; best_eval.pt stays" in lines[-1]

@@ -255,13 +255,20 @@ class PeriodicEval:
             f"; not confirmed (the best so far is {self.best:.{places}f}): best_eval.pt stays" if self.phase == "confirm"
             else ""))
 
-    def finish(self, wait_s: float) -> None:
-        """At a planned stop: give an evaluation still playing (and a confirmation it starts) up to
-        ``wait_s`` seconds to report."""
-        deadline = time.monotonic() + wait_s
-        while self.proc is not None and time.monotonic() < deadline:
+    def finish(self, interrupted=lambda: False) -> None:
+        """At a planned stop: wait until an evaluation still playing, and a confirmation it starts,
+        have reported (``poll`` stops a play after TIMEOUT_S), unless ``interrupted()`` says a
+        Ctrl-C or SIGTERM came meanwhile. A fixed wait cut the last confirmation short whenever the
+        machine was busy: its weights were then never judged."""
+        if self.proc is not None:
+            self.log(f"[EVAL] Waiting for the {self._what()} at {self.steps:,} agent steps to report before "
+                     "stopping (Ctrl-C stops it)")
+        while self.proc is not None and not interrupted():
             self.poll()
             time.sleep(0.1)
+
+    def _what(self) -> str:
+        return "confirmation" if self.phase == "confirm" else "evaluation"
 
     def _end(self) -> None:
         if self.proc.is_alive():
@@ -277,4 +284,6 @@ class PeriodicEval:
         """Stop an evaluation still playing: no evaluator outlives the run."""
         if self.proc is not None:
             self._end()
+            self.log(f"[EVAL] The {self._what()} at {self.steps:,} agent steps was stopped with the run; "
+                     "best_eval.pt stays")
         (self.run_dir / CANDIDATE_NAME).unlink(missing_ok=True)
