@@ -146,6 +146,31 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
 
 # ---------------------------------------------------------------------------------- the report
 
+def screen_flags(run_dir: Path, since: int) -> dict | None:
+    """The flags of the run's periodic screenings from ``since`` agent steps on, greedy and at
+    the noisy epsilon, and their games: an unselected reading of how the weights played over
+    the run's second half (a confirmation only follows a screening that read high, and the kept
+    weights are the best confirmed), with many more games than one replay of the kept weights,
+    so recipes compare on it at equal agent steps. None where no screening is recorded."""
+    from pipeline.records.metrics import read_jsonl
+
+    try:
+        rows = read_jsonl(run_dir / "evals.jsonl")
+    except FileNotFoundError:
+        return None
+    out = {"since": since, "games": 0, "greedy": 0, "noisy": 0}
+    for row in rows:
+        if row.get("phase", "screen") != "screen" or row.get("agent_steps", 0) < since or "plays" not in row:
+            continue
+        ways = {p["epsilon"]: p["flags"] for p in row["plays"]}
+        if 0.0 not in ways or NOISY_EPSILON not in ways:
+            continue
+        out["games"] += len(ways[NOISY_EPSILON])
+        out["greedy"] += sum(ways[0.0])
+        out["noisy"] += sum(ways[NOISY_EPSILON])
+    return out if out["games"] else None
+
+
 def seed_report(run_dir: Path, steps: int) -> dict:
     """One seed: how far it trained, its minutes, its kept weights' plays and when they were saved."""
     from pipeline.records.episodes import read_episodes
@@ -168,7 +193,7 @@ def seed_report(run_dir: Path, steps: int) -> dict:
             "done": (run_dir / GAME_FILE).is_file(), "plays": plays, "kept_agent_steps": at,
             "kept_minutes": minutes_at(points, at) if at is not None else None,
             "trained_on": trained_on(run_record(run_dir)), "games_at_once": kept.get("games_at_once", 1),
-            "other_runs": most_other_runs(run_dir), "steps": steps}
+            "other_runs": most_other_runs(run_dir), "steps": steps, "screens": screen_flags(run_dir, steps // 2)}
 
 
 def mario_report(suite_dir: str | Path) -> dict:
@@ -213,6 +238,12 @@ def mario_markdown(rep: dict) -> str:
                      f"{_n(s['agent_steps'])} ({_n(s['minutes'], '{:.1f}')}){'' if s['done'] else ' *'} |")
     if not all(s["done"] for s in rep["seeds"].values()):
         lines += ["", "`*`: still training; its plays, if any, are of weights kept so far."]
+    screens = [(seed, s["screens"]) for seed, s in rep["seeds"].items() if s.get("screens")]
+    if screens:
+        lines += ["", "The runs' own periodic screenings over their second half (unselected, unlike the kept "
+                  "weights, and more games: recipes compare on them at equal agent steps): "
+                  + "; ".join(f"seed {seed} from {c['since']:,}: {c['greedy']}/{c['games']} greedy, "
+                              f"{c['noisy']}/{c['games']} at {rep['noisy_epsilon']:g}" for seed, c in screens) + "."]
     lines.append("")
     for seed, s in rep["seeds"].items():
         for how in ("greedy", "noisy"):

@@ -83,6 +83,26 @@ def test_report_gives_flags_kept_weights_and_where_the_games_ended(tmp_path):
     assert (tmp_path / "suite_report.png").stat().st_size > 10_000
 
 
+def test_report_reads_the_screenings_of_the_second_half_and_leaves_out_confirmations(tmp_path):
+    R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 800_000, "minutes": None,
+                                 "train_args": []}, R.resolved_recipe(STAGE, []))
+    run = _seed(tmp_path, 1, [True] * 10)
+
+    def row(steps, phase, greedy, noisy, games=10):
+        plays = [{"epsilon": e, "flags": [True] * n + [False] * (games - n)} for e, n in ((0.0, greedy), (0.05, noisy))]
+        return json.dumps({"agent_steps": steps, "phase": phase, "plays": plays}) + "\n"
+
+    (run / "evals.jsonl").write_text(
+        row(350_000, "screen", 0, 0)          # before the second half: left out
+        + row(400_000, "screen", 9, 6)
+        + row(400_000, "confirm", 20, 20, 20)  # a confirmation follows a high screening: left out
+        + row(450_000, "screen", 10, 8))
+    assert M.screen_flags(run, 400_000) == {"since": 400_000, "games": 20, "greedy": 19, "noisy": 14}
+    assert M.screen_flags(tmp_path, 0) is None  # no evaluations recorded
+    M.write_mario_report(tmp_path)
+    assert "seed 1 from 400,000: 19/20 greedy, 14/20 at 0.05." in (tmp_path / "suite_report.md").read_text()
+
+
 def test_a_run_that_stopped_itself_at_a_finished_agent_is_done(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
