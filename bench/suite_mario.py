@@ -152,10 +152,11 @@ def screen_flags(run_dir: Path, since: int) -> dict | None:
     the run's second half (a confirmation only follows a screening that read high, and the kept
     weights are the best confirmed), with many more games than one replay of the kept weights,
     so recipes compare on it at equal agent steps. None where no screening is recorded."""
+    from pipeline.records.files import EVALS_NAME
     from pipeline.records.metrics import read_jsonl
 
     try:
-        rows = read_jsonl(run_dir / "evals.jsonl")
+        rows = read_jsonl(run_dir / EVALS_NAME)
     except FileNotFoundError:
         return None
     out = {"since": since, "games": 0, "greedy": 0, "noisy": 0}
