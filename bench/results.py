@@ -224,7 +224,7 @@ def mario_suite(src: Source) -> dict:
                 "summary": []}
     rep = M.mario_report(suite_dir)
     lines, other, kept = [], {}, []
-    for line in M.mario_markdown(rep).splitlines():
+    for line in M.mario_markdown(rep, curves=False).splitlines():
         lines.append(line)
     for seed in rep["seeds"]:
         run = suite_dir / f"seed{seed}" / "SuperMarioBros-1-1"

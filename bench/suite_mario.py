@@ -172,6 +172,37 @@ def screen_flags(run_dir: Path, since: int) -> dict | None:
     return out if out["games"] else None
 
 
+def flag_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
+    """The run's learning curve in flags, one row per periodic screening: its flags greedy and at
+    the noisy epsilon, the confirmation that followed it (if any), and the share of the training
+    games (the online weights exploring, which the screenings do not play) that reached the flag
+    since the screening before. Two recipes compare on it at equal agent steps, row by row.
+    ``rows``: the run's games (episodes.jsonl). Empty where no screening is recorded."""
+    from pipeline.records.files import EVALS_NAME
+    from pipeline.records.metrics import read_jsonl
+
+    try:
+        evals = read_jsonl(run_dir / EVALS_NAME)
+    except FileNotFoundError:
+        return []
+    curve: list[dict] = []
+    for row in evals:
+        ways = {p["epsilon"]: p["flags"] for p in row.get("plays", [])}
+        if 0.0 not in ways or NOISY_EPSILON not in ways:
+            continue
+        flags = {"games": len(ways[NOISY_EPSILON]), "greedy": sum(ways[0.0]), "noisy": sum(ways[NOISY_EPSILON])}
+        if row.get("phase", "screen") == "screen":
+            curve.append({"agent_steps": row["agent_steps"], "screen": flags, "confirm": None})
+        elif curve and curve[-1]["confirm"] is None:  # a confirmation follows its screening
+            curve[-1]["confirm"] = flags
+    before = 0
+    for point in curve:
+        games = [r for r in rows if before < r["agent_steps"] <= point["agent_steps"]]
+        point["training"] = {"games": len(games), "flags": sum(bool(r.get("flag")) for r in games)}
+        before = point["agent_steps"]
+    return curve
+
+
 def seed_report(run_dir: Path, steps: int) -> dict:
     """One seed: how far it trained, its minutes, its kept weights' plays and when they were saved."""
     from pipeline.records.episodes import read_episodes
@@ -194,7 +225,8 @@ def seed_report(run_dir: Path, steps: int) -> dict:
             "done": (run_dir / GAME_FILE).is_file(), "plays": plays, "kept_agent_steps": at,
             "kept_minutes": minutes_at(points, at) if at is not None else None,
             "trained_on": trained_on(run_record(run_dir)), "games_at_once": kept.get("games_at_once", 1),
-            "other_runs": most_other_runs(run_dir), "steps": steps, "screens": screen_flags(run_dir, steps // 2)}
+            "other_runs": most_other_runs(run_dir), "steps": steps, "screens": screen_flags(run_dir, steps // 2),
+            "curve": flag_curve(run_dir, rows)}
 
 
 def mario_report(suite_dir: str | Path) -> dict:
@@ -221,7 +253,9 @@ def _n(x, fmt="{:,.0f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-def mario_markdown(rep: dict) -> str:
+def mario_markdown(rep: dict, curves: bool = True) -> str:
+    """The suite's report; ``curves``: with each seed's flags by agent steps (the suite's own
+    report has them; the page of record keeps to the kept weights' plays)."""
     o = rep["options"]
     lines = [f"Suite mario on {rep['env']}: each seed's kept weights played again on {rep['episodes']} fresh games "
              f"greedy and {rep['episodes']} at epsilon {rep['noisy_epsilon']:g}. Recipe: {rep['recipe_text']} "
@@ -247,6 +281,9 @@ def mario_markdown(rep: dict) -> str:
                               f"{c['noisy']}/{c['games']} at {rep['noisy_epsilon']:g}" for seed, c in screens) + "."]
     lines.append("")
     for seed, s in rep["seeds"].items():
+        if curves and s.get("curve"):
+            lines += curve_markdown(seed, s["curve"], rep["noisy_epsilon"]) + [""]
+    for seed, s in rep["seeds"].items():
         for how in ("greedy", "noisy"):
             play = (s["plays"] or {}).get(how)
             if play:
@@ -269,6 +306,22 @@ def mario_markdown(rep: dict) -> str:
         lines.append(f"Shared the machine: seed {', '.join(shared)} (beside other training runs): their minutes "
                      "are each a share of the machine, their agent steps as alone.")
     return "\n".join(lines)
+
+
+def curve_markdown(seed: str, curve: list[dict], epsilon: float) -> list[str]:
+    """One seed's flags by agent steps as a table: screening, confirmation, training games."""
+    def pair(f):
+        return "-" if f is None else f"{f['greedy']}/{f['games']}, {f['noisy']}/{f['games']}"
+
+    lines = [f"Seed {seed} by agent steps: flags greedy, at epsilon {epsilon:g} of each periodic screening and "
+             f"of the confirmation a new best started; the training games (exploring) at the flag since the "
+             f"screening before.", "",
+             "| agent steps | screening | confirmation | training games at the flag |", "|---|---|---|---|"]
+    for p in curve:
+        t = p["training"]
+        share = f"{t['flags']}/{t['games']} ({100 * t['flags'] / t['games']:.0f}%)" if t["games"] else "-"
+        lines.append(f"| {p['agent_steps']:,} | {pair(p['screen'])} | {pair(p['confirm'])} | {share} |")
+    return lines
 
 
 def random_before_misses(rep: dict) -> str:

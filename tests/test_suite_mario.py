@@ -17,6 +17,7 @@ from bench import suite_runs as R
 from config_optimized import ConfigError
 from pipeline.collector import collector_seed
 from pipeline.evaluation.periodic_eval import CONFIRM_SEED_OFFSET
+from pipeline.records.episodes import read_episodes
 from tests.proc_utils import ROOT, env_for, marked_processes
 
 STAGE = "SuperMarioBros-1-1-v0"
@@ -101,6 +102,33 @@ def test_report_reads_the_screenings_of_the_second_half_and_leaves_out_confirmat
     assert M.screen_flags(tmp_path, 0) is None  # no evaluations recorded
     M.write_mario_report(tmp_path)
     assert "seed 1 from 400,000: 19/20 greedy, 14/20 at 0.05." in (tmp_path / "suite_report.md").read_text()
+
+
+def test_report_gives_each_seeds_flags_by_agent_steps_with_confirmations_and_training_games(tmp_path):
+    R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 800_000, "minutes": None,
+                                 "train_args": []}, R.resolved_recipe(STAGE, []))
+    run = _seed(tmp_path, 1, [True] * 10)
+
+    def row(steps, phase, greedy, noisy, games=10):
+        plays = [{"epsilon": e, "flags": [True] * n + [False] * (games - n)} for e, n in ((0.0, greedy), (0.05, noisy))]
+        return json.dumps({"agent_steps": steps, "phase": phase, "plays": plays}) + "\n"
+
+    (run / "evals.jsonl").write_text(row(50_000, "screen", 0, 1) + row(50_000, "confirm", 0, 2, 20)
+                                     + row(100_000, "screen", 3, 2))
+    (run / "episodes.jsonl").write_text("".join(
+        json.dumps({"wall_s": s / 100, "agent_steps": s, "return": 1.0, "length": 100, "distance": 3000.0 if f else 500.0,
+                    "flag": f}) + "\n"
+        for s, f in ((20_000, False), (50_000, True), (60_000, True), (90_000, False), (99_000, False), (130_000, True))))
+    curve = M.flag_curve(run, read_episodes(run))
+    assert curve == [
+        {"agent_steps": 50_000, "screen": {"games": 10, "greedy": 0, "noisy": 1},
+         "confirm": {"games": 20, "greedy": 0, "noisy": 2}, "training": {"games": 2, "flags": 1}},
+        {"agent_steps": 100_000, "screen": {"games": 10, "greedy": 3, "noisy": 2}, "confirm": None,
+         "training": {"games": 3, "flags": 1}}]  # the game at 130,000 comes after the last screening
+    md = M.write_mario_report(tmp_path) and (tmp_path / "suite_report.md").read_text()
+    assert "| 50,000 | 0/10, 1/10 | 0/20, 2/20 | 1/2 (50%) |" in md
+    assert "| 100,000 | 3/10, 2/10 | - | 1/3 (33%) |" in md
+    assert M.flag_curve(tmp_path, []) == []  # no evaluations recorded
 
 
 def test_a_run_that_stopped_itself_at_a_finished_agent_is_done(tmp_path):
