@@ -46,6 +46,12 @@ def test_refuses_a_stage_that_is_not_mario_and_what_the_suite_sets(tmp_path):
         "suite-mario-2-1_gamma_0.95"
 
 
+def _eval_row(steps: int, phase: str, greedy: int, noisy: int, games: int = 10) -> str:
+    """One evaluations-file row: ``greedy`` and ``noisy`` of ``games`` reached the flag."""
+    plays = [{"epsilon": e, "flags": [True] * n + [False] * (games - n)} for e, n in ((0.0, greedy), (0.05, noisy))]
+    return json.dumps({"agent_steps": steps, "phase": phase, "plays": plays}) + "\n"
+
+
 def _seed(suite: Path, seed: int, flags: list[bool], steps: int = 800_000, kept_at: int = 600_000) -> Path:
     run = suite / f"seed{seed}" / "SuperMarioBros-1-1"
     run.mkdir(parents=True)
@@ -89,15 +95,11 @@ def test_report_reads_the_screenings_of_the_second_half_and_leaves_out_confirmat
                                  "train_args": []}, R.resolved_recipe(STAGE, []))
     run = _seed(tmp_path, 1, [True] * 10)
 
-    def row(steps, phase, greedy, noisy, games=10):
-        plays = [{"epsilon": e, "flags": [True] * n + [False] * (games - n)} for e, n in ((0.0, greedy), (0.05, noisy))]
-        return json.dumps({"agent_steps": steps, "phase": phase, "plays": plays}) + "\n"
-
     (run / "evals.jsonl").write_text(
-        row(350_000, "screen", 0, 0)          # before the second half: left out
-        + row(400_000, "screen", 9, 6)
-        + row(400_000, "confirm", 20, 20, 20)  # a confirmation follows a high screening: left out
-        + row(450_000, "screen", 10, 8))
+        _eval_row(350_000, "screen", 0, 0)          # before the second half: left out
+        + _eval_row(400_000, "screen", 9, 6)
+        + _eval_row(400_000, "confirm", 20, 20, 20)  # a confirmation follows a high screening: left out
+        + _eval_row(450_000, "screen", 10, 8))
     assert M.screen_flags(run, 400_000) == {"since": 400_000, "games": 20, "greedy": 19, "noisy": 14}
     assert M.screen_flags(tmp_path, 0) is None  # no evaluations recorded
     M.write_mario_report(tmp_path)
@@ -109,12 +111,8 @@ def test_report_gives_each_seeds_flags_by_agent_steps_with_confirmations_and_tra
                                  "train_args": []}, R.resolved_recipe(STAGE, []))
     run = _seed(tmp_path, 1, [True] * 10)
 
-    def row(steps, phase, greedy, noisy, games=10):
-        plays = [{"epsilon": e, "flags": [True] * n + [False] * (games - n)} for e, n in ((0.0, greedy), (0.05, noisy))]
-        return json.dumps({"agent_steps": steps, "phase": phase, "plays": plays}) + "\n"
-
-    (run / "evals.jsonl").write_text(row(50_000, "screen", 0, 1) + row(50_000, "confirm", 0, 2, 20)
-                                     + row(100_000, "screen", 3, 2))
+    (run / "evals.jsonl").write_text(_eval_row(50_000, "screen", 0, 1) + _eval_row(50_000, "confirm", 0, 2, 20)
+                                     + _eval_row(100_000, "screen", 3, 2))
     (run / "episodes.jsonl").write_text("".join(
         json.dumps({"wall_s": s / 100, "agent_steps": s, "return": 1.0, "length": 100, "distance": 3000.0 if f else 500.0,
                     "flag": f}) + "\n"
