@@ -146,30 +146,17 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
 
 # ---------------------------------------------------------------------------------- the report
 
-def screen_flags(run_dir: Path, since: int) -> dict | None:
+def screen_flags(curve: list[dict], since: int) -> dict | None:
     """The flags of the run's periodic screenings from ``since`` agent steps on, greedy and at
-    the noisy epsilon, and their games: an unselected reading of how the weights played over
-    the run's second half (a confirmation only follows a screening that read high, and the kept
-    weights are the best confirmed), with many more games than one replay of the kept weights,
-    so recipes compare on it at equal agent steps. None where no screening is recorded."""
-    from pipeline.records.files import EVALS_NAME
-    from pipeline.records.metrics import read_jsonl
-
-    try:
-        rows = read_jsonl(run_dir / EVALS_NAME)
-    except FileNotFoundError:
+    the noisy epsilon, and their games, summed over ``flag_curve``'s rows: an unselected reading
+    of how the weights played over the run's second half (a confirmation only follows a
+    screening that read high, and the kept weights are the best confirmed), with many more games
+    than one replay of the kept weights, so recipes compare on it at equal agent steps. None
+    where no screening is recorded from ``since`` on."""
+    screens = [point["screen"] for point in curve if point["agent_steps"] >= since]
+    if not screens:
         return None
-    out = {"since": since, "games": 0, "greedy": 0, "noisy": 0}
-    for row in rows:
-        if row.get("phase", "screen") != "screen" or row.get("agent_steps", 0) < since or "plays" not in row:
-            continue
-        ways = {p["epsilon"]: p["flags"] for p in row["plays"]}
-        if 0.0 not in ways or NOISY_EPSILON not in ways:
-            continue
-        out["games"] += len(ways[NOISY_EPSILON])
-        out["greedy"] += sum(ways[0.0])
-        out["noisy"] += sum(ways[NOISY_EPSILON])
-    return out if out["games"] else None
+    return {"since": since, **{key: sum(s[key] for s in screens) for key in ("games", "greedy", "noisy")}}
 
 
 def flag_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
@@ -219,14 +206,15 @@ def seed_report(run_dir: Path, steps: int) -> dict:
     plays = read_json(run_dir / EVAL_FILE, "the seed's final plays", f"delete {run_dir / EVAL_FILE}") \
         if (run_dir / EVAL_FILE).is_file() else None
     at = plays.get("agent_steps") if plays else None
+    curve = flag_curve(run_dir, rows)
     kept = read_json(run_dir / GAME_FILE, "a finished game's counters", f"delete {run_dir / GAME_FILE}") \
         if (run_dir / GAME_FILE).is_file() else {}
     return {"agent_steps": counters.get("agent_steps", 0), "minutes": counters.get("wall_s", 0) / 60 if counters else None,
             "done": (run_dir / GAME_FILE).is_file(), "plays": plays, "kept_agent_steps": at,
             "kept_minutes": minutes_at(points, at) if at is not None else None,
             "trained_on": trained_on(run_record(run_dir)), "games_at_once": kept.get("games_at_once", 1),
-            "other_runs": most_other_runs(run_dir), "steps": steps, "screens": screen_flags(run_dir, steps // 2),
-            "curve": flag_curve(run_dir, rows)}
+            "other_runs": most_other_runs(run_dir), "steps": steps, "screens": screen_flags(curve, steps // 2),
+            "curve": curve}
 
 
 def mario_report(suite_dir: str | Path) -> dict:

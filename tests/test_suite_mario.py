@@ -100,8 +100,10 @@ def test_report_reads_the_screenings_of_the_second_half_and_leaves_out_confirmat
         + _eval_row(400_000, "screen", 9, 6)
         + _eval_row(400_000, "confirm", 20, 20, 20)  # a confirmation follows a high screening: left out
         + _eval_row(450_000, "screen", 10, 8))
-    assert M.screen_flags(run, 400_000) == {"since": 400_000, "games": 20, "greedy": 19, "noisy": 14}
-    assert M.screen_flags(tmp_path, 0) is None  # no evaluations recorded
+    curve = M.flag_curve(run, [])
+    assert M.screen_flags(curve, 400_000) == {"since": 400_000, "games": 20, "greedy": 19, "noisy": 14}
+    assert M.screen_flags(curve, 500_000) is None  # no screening from there on
+    assert M.screen_flags(M.flag_curve(tmp_path, []), 0) is None  # no evaluations recorded
     M.write_mario_report(tmp_path)
     assert "seed 1 from 400,000: 19/20 greedy, 14/20 at 0.05." in (tmp_path / "suite_report.md").read_text()
 
