@@ -39,6 +39,14 @@ from .remote_collector import Batch, RemoteCollector, Request
 
 IN_FLIGHT = 2      # requests queued per actor: one playing, one waiting behind it
 START_TIMEOUT_S = 120
+# A restarted actor's new worker imports torch and builds its envs while the learner trains:
+# 16-105 s on a 2-core AMD EPYC (family 23 model 1) with a local 3-node cluster, before the actors
+# ran at nice 0 (see _ACTOR_ENV). The run waits this long for it, training on meanwhile.
+RESTART_TIMEOUT_S = 300
+# Ray starts its worker processes at nice 15, so the raylet stays responsive; a collector is its
+# node's main work, and at nice 15 beside a busy learner (a one-machine cluster) a restarted actor
+# got ~4% of a core and took minutes to import torch. Its worker runs at nice 0, as the learner.
+_ACTOR_ENV = {"env_vars": {"RAY_worker_niceness": "0"}}
 PROBE_EVERY_S = 0.5  # while Ray restarts an actor, how often to ask whether it is back
 
 
@@ -119,7 +127,7 @@ class RayCollectors:
                     f"the Ray cluster at {info['head']} has {free} free CPUs for --ray-collectors {col.ray_collectors} "
                     f"(each takes one); add nodes or lower --ray-collectors")
             actor_cls = ray.remote(num_cpus=1, max_restarts=col.max_collector_restarts, max_task_retries=0,
-                                   scheduling_strategy="SPREAD")(self.actor_class)
+                                   scheduling_strategy="SPREAD", runtime_env=_ACTOR_ENV)(self.actor_class)
             # a Ray collector acts on its own node's CPU, whatever the process collectors use
             spec = dataclasses.replace(CollectorSpec.of(cfg),
                                        collectors=dataclasses.replace(col, collector_device="cpu"))
@@ -244,7 +252,7 @@ class RayCollectors:
             self.returns_seen.append((src.index, src.node))
 
     def _probe(self, src: RemoteSource) -> None:
-        """Ask a restarting actor whether it is back; give up after START_TIMEOUT_S."""
+        """Ask a restarting actor whether it is back; give up after RESTART_TIMEOUT_S."""
         import ray
 
         now = time.monotonic()
@@ -259,9 +267,9 @@ class RayCollectors:
             src.node = ray.get(src.probe)
             src.down_since = None
         except ray.exceptions.RayError:
-            if now - src.down_since > START_TIMEOUT_S:
+            if now - src.down_since > RESTART_TIMEOUT_S:
                 raise cluster.RayClusterError(
-                    f"Ray collector {src.index} did not come back within {START_TIMEOUT_S} s of its failure; "
+                    f"Ray collector {src.index} did not come back within {RESTART_TIMEOUT_S} s of its failure; "
                     "`ray status` shows whether the cluster has a free CPU for it") from None
         src.probe = None
 
