@@ -176,11 +176,19 @@ def bench_replay(n_windows: int, window_s: float = 0.5) -> dict:
 def bench_learner(n_windows: int, compile_rows: bool, batches=(32, 256, 512), window_s: float = 1.0) -> list[dict]:
     from config_optimized import Config
 
+    from pipeline.settings.hardware import detect_hardware
+
+    hw = detect_hardware()
     low = "fp16" if torch.cuda.is_available() else "bf16"
     rows = []
     for bs in batches:
         for amp in (False, True):
             for comp in ((False, True) if compile_rows else (False,)):
+                if amp and not (hw.cuda or hw.cpu_bf16):
+                    # as the ladder's mixed-precision row: bf16 emulated in fp32 code paths ran
+                    # 0.0-0.3 updates/s on a 2-core AMD EPYC family 23 model 1, most of --quick's minutes
+                    rows.append({"batch": bs, "precision": low, "compile": comp, "skipped": f"no {low} hardware here"})
+                    continue
                 ups = learner_updates_per_s(Config.of(batch_size=bs, amp=amp, compile=comp), n_windows, window_s)
                 rows.append({"batch": bs, "precision": low if amp else "fp32", "compile": comp,
                              "updates_per_s": ups, "samples_per_s": ups * bs})
@@ -225,6 +233,9 @@ def print_components(c: dict) -> None:
           f"{r['batches_per_s_at_32']:,.0f} batches/s at 32, {r['batches_per_s_at_256']:,.0f} at 256")
     print("\n| learner batch | precision | compile | updates/s | samples/s |\n|---|---|---|---|---|")
     for row in c["learner"]:
+        if "skipped" in row:
+            print(f"| {row['batch']} | {row['precision']} | {row['compile']} | {row['skipped']} | |")
+            continue
         print(f"| {row['batch']} | {row['precision']} | {row['compile']} | {row['updates_per_s']:,.1f} "
               f"| {row['samples_per_s']:,.0f} |")
     print("\n| acting batch | obs/s |\n|---|---|")

@@ -58,6 +58,13 @@ def test_quick_ladder_and_components(tmp_path):
     for key in ("queue", "queue_per_transition", "collector_overhead", "envs", "replay", "learner", "acting",
                 "learner_in_pipeline"):
         assert key in c, key
+    from pipeline.settings.hardware import detect_hardware
+
+    hw = detect_hardware()  # bf16 rows are timed only where the hardware has bf16, as the ladder's row 7
+    for r in c["learner"]:
+        low = r["precision"] != "fp32"
+        assert ("skipped" in r) == (low and not (hw.cuda or hw.cpu_bf16)), (r, hw)
+        assert "skipped" in r or r["updates_per_s"] >= 0
     assert {"cores", "cpu", "ram_gib", "gpu"} <= data["machine"].keys()
     assert "| row | agent steps/s |" in out.stdout and "Ring / mp.Queue" in out.stdout
     assert cv2.imread(str(png)) is not None
