@@ -179,12 +179,12 @@ def bench_learner(n_windows: int, compile_rows: bool, batches=(32, 256, 512), wi
     from pipeline.settings.hardware import detect_hardware
 
     hw = detect_hardware()
-    low = "fp16" if torch.cuda.is_available() else "bf16"
+    low = "fp16" if hw.cuda else "bf16"
     rows = []
     for bs in batches:
         for amp in (False, True):
             for comp in ((False, True) if compile_rows else (False,)):
-                if amp and not (hw.cuda or hw.cpu_bf16):
+                if amp and not hw.has_mixed_precision:
                     # as the ladder's mixed-precision row: bf16 emulated in fp32 code paths ran
                     # 0.0-0.3 updates/s on a 2-core AMD EPYC family 23 model 1, most of --quick's minutes
                     rows.append({"batch": bs, "precision": low, "compile": comp, "skipped": f"no {low} hardware here"})

@@ -144,7 +144,7 @@ def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> l
             continue
         if params.get("compile") and quick:
             row["skipped"] = "skipped with --quick (compiling takes about a minute)"
-        elif params.get("amp") and not (hw.cuda or hw.cpu_bf16):
+        elif params.get("amp") and not hw.has_mixed_precision:
             row["skipped"] = "no fp16/bf16 hardware here"
         else:
             if mode == "profile" and quick:  # the profile's own compile costs ~7-30 s: --quick trains it eager

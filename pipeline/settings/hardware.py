@@ -32,6 +32,12 @@ class Hardware:
     cpu_id: str = ""
 
     @property
+    def has_mixed_precision(self) -> bool:
+        """Whether the hardware computes in 16 bits natively (fp16 on a CUDA GPU, bf16
+        instructions on the CPU); elsewhere a mixed-precision row is fp32 code emulating it."""
+        return self.cuda or self.cpu_bf16
+
+    @property
     def bf16_pays(self) -> bool:
         """Whether the CPU learner should train in bf16: the CPU has bf16 instructions and, where
         measured, they make the step clearly faster. AVX-512 BF16 alone does not promise that:
