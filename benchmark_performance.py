@@ -35,7 +35,7 @@ from bench.autotune import autotune
 from bench.common import machine
 from bench.components import (bench_acting, bench_collector_overhead, bench_learner, bench_queue, bench_replay,
                               bench_vector_envs, print_components)
-from bench.ladder import BENCH_RUN, LADDER, LADDER_BASE, bench_ladder, plot_ladder, print_ladder
+from bench.ladder import LADDER, LADDER_BASE, bench_ladder, bench_run, plot_ladder, print_ladder
 from bench.learner_grid import bench_learner_grid, bench_learner_in_pipeline, print_learner_grid
 from bench.profile import profile_run
 from bench.time_to_score import QUICK_SCORE, plot_time_to_score, print_time_to_score, time_to_score
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
     seconds = args.seconds or (6 if args.quick else 20)
     result = {"machine": machine(), "rows": [], "components": {}, "settings": {
         "game": "ALE/Pong-v5", "replay_ratio": LADDER_BASE["replay_ratio"], "seconds_per_row": seconds,
-        "quick": args.quick, "ladder_base": LADDER_BASE, "bench_run": {k: v for k, v in BENCH_RUN.items()}}}
+        "quick": args.quick, "ladder_base": LADDER_BASE, "bench_run": bench_run(args.quick)}}
     m = result["machine"]
     print(f"Machine: {m['cpu']}, {m['cores']} cores ({'bf16' if m['cpu_bf16'] else 'fp32'} on the CPU), "
           f"{m['ram_gib']} GiB, GPU {m['gpu']}; "

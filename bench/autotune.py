@@ -39,7 +39,7 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
         if key not in tried:
             flags = {**over, "env": env, "profile": base_name, "replay_ratio": base.learner.replay_ratio,
                      **({"compile": False} if quick else {})}  # --quick: no compile in any trial
-            res = run_row("profile", {"extra": flags}, seconds)
+            res = run_row("profile", {"extra": flags}, seconds, quick=quick)
             tried[key] = res.get("agent_steps_per_s", 0.0) if "error" not in res else 0.0
             trials.append({"settings": {k: over[k] for k, _ in grid}, "agent_steps_per_s": tried[key],
                            "error": res.get("error")})

@@ -12,7 +12,6 @@ import threading
 import time
 
 import numpy as np
-import torch
 
 FRAME = 84 * 84
 
@@ -135,6 +134,8 @@ def machine() -> dict:
     """What a figure was measured on: the CPU by name, family and model (figures compare only
     within one; every EPYC generation is named "AMD EPYC"), whether its learner trains in bf16,
     cores, memory, GPU, versions and the load at the start."""
+    import torch
+
     from pipeline.settings.hardware import cpu_name, detect_hardware
 
     hw = detect_hardware()

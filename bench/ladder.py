@@ -26,6 +26,16 @@ LADDER_BASE = dict(env="ALE/Pong-v5", model_arch="nature", amp=False, compile=Fa
                    grad_accum_steps=1, replay_ratio=8.0, n_step=1, num_collectors=1, envs_per_collector=8)
 BENCH_RUN = dict(learning_starts=2_000, buffer_size=50_000, total_steps=10**12, checkpoint_interval=10**9,
                  tensorboard=False, consolidation_log_interval=1e9, epoch_steps=10**9, seed=1)
+# --quick rows and autotune trials start learning at 500 agent steps: filling the replay to 2,000
+# first is acting alone, which no row measures, and took 9 of row 1's 18 s (one env, a forward
+# pass a step) on a 2-core AMD EPYC family 23 model 1; the updates measured after it sample a
+# smaller replay, at the same cost per update.
+QUICK_LEARNING_STARTS = 500
+
+
+def bench_run(quick: bool) -> dict:
+    """The run settings every row and trial shares (BENCH_RUN), with --quick's learning start."""
+    return {**BENCH_RUN, "learning_starts": QUICK_LEARNING_STARTS} if quick else dict(BENCH_RUN)
 
 
 def compile_at_once(learner) -> None:
@@ -35,7 +45,7 @@ def compile_at_once(learner) -> None:
         learner.compile_after = 0
 
 
-def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
+def _pipeline_row(spec: dict, seconds: float, window_s: float, quick: bool) -> dict:
     """Rows 4-8 and autotune trials: the real Trainer (collector processes, rings, consolidation,
     replay, learner), measured for ``seconds`` in time windows once the collectors run at the
     learner's pace.
@@ -54,7 +64,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
     rss = RssPeak()
     hw = detect_hardware()
     with tempfile.TemporaryDirectory() as tmp:
-        run = {**BENCH_RUN, "run_dir": tmp, "env": spec.get("overrides", {}).get("env", "ALE/Pong-v5")}
+        run = {**bench_run(quick), "run_dir": tmp, "env": spec.get("overrides", {}).get("env", "ALE/Pong-v5")}
         if spec.get("profile"):
             res = resolve_config({**run, "replay_ratio": LADDER_BASE["replay_ratio"], **spec.get("extra", {})}, hw)
             cfg, hw, name = res.cfg, res.hw, res.profile
@@ -109,18 +119,18 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float) -> dict:
                 "envs_per_collector", "replay_ratio", "learner_threads", "channels_last")}}
 
 
-def _row_entry(mode, params, seconds, window_s, out_q):
+def _row_entry(mode, params, seconds, window_s, quick, out_q):
     import contextlib
 
     try:
         with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
             if mode == "sync":
-                settings = {**LADDER_BASE, **{k: BENCH_RUN[k] for k in ("learning_starts", "buffer_size", "seed")}}
+                settings = {**LADDER_BASE, **{k: bench_run(quick)[k] for k in ("learning_starts", "buffer_size", "seed")}}
                 res = sync_row(params["kind"], settings, seconds, window_s)
             elif mode == "profile":
-                res = _pipeline_row({"profile": True, **params}, seconds, window_s)
+                res = _pipeline_row({"profile": True, **params}, seconds, window_s, quick)
             else:  # "pipeline"
-                res = _pipeline_row({"overrides": {**LADDER_BASE, **params}}, seconds, window_s)
+                res = _pipeline_row({"overrides": {**LADDER_BASE, **params}}, seconds, window_s, quick)
         out_q.put(res)
     except BaseException as e:
         import traceback
@@ -128,9 +138,9 @@ def _row_entry(mode, params, seconds, window_s, out_q):
         out_q.put({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
 
 
-def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0) -> dict:
-    """One row in a fresh process."""
-    return run_in_child(_row_entry, (mode, params, seconds, window_s), "the row's")
+def run_row(mode: str, params: dict, seconds: float, window_s: float = 2.0, quick: bool = False) -> dict:
+    """One row in a fresh process (``quick``: learning from QUICK_LEARNING_STARTS agent steps)."""
+    return run_in_child(_row_entry, (mode, params, seconds, window_s, quick), "the row's")
 
 
 def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> list[dict]:
@@ -152,7 +162,7 @@ def bench_ladder(seconds: float, quick: bool, only: set[int] | None = None) -> l
                 row["note"] = "compile off with --quick"
             print(f"  ladder {name} ...", end="", flush=True)
             t0 = time.perf_counter()
-            row.update(run_row(mode, params, seconds))
+            row.update(run_row(mode, params, seconds, quick=quick))
             row["row_s"] = time.perf_counter() - t0  # the whole row: start-up, warm-up, measuring, stop
             print(f" {row['row_s']:.0f} s", flush=True)
         rows.append(row)

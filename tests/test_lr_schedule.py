@@ -27,7 +27,9 @@ def test_a_run_trains_with_the_scheduled_rate_and_a_resume_goes_on_with_it(tmp_p
     start-up and epoch lines say it, metrics.jsonl records it; a resumed run picks the schedule up
     at its agent steps rather than restarting it at --lr."""
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
-    sched = ["--lr-decay-start", "1600", "--lr-decay-steps", "900", "--lr-end", "1e-4"]
+    # one sample per agent step, not CATCH's 4: the schedule follows agent steps whatever the
+    # ratio, and the updates it needs at 4 took most of this test's ~80 s on a 2-core CPU
+    sched = ["--lr-decay-start", "1600", "--lr-decay-steps", "900", "--lr-end", "1e-4", "--replay-ratio", "1"]
     proc, out = run([*CATCH, *sched, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "2"], mark,
                     timeout=300)
     assert proc.returncode == 0, out[-3000:]

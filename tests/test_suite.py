@@ -19,6 +19,11 @@ from config_optimized import ConfigError
 from pipeline.settings.hardware import detect_cores
 from tests.proc_utils import CATCH, ROOT, env_for, marked_processes, read_until
 
+# The quick suite's training options: CATCH's without its game, at one sample per agent step (not
+# 4): these tests check how a suite stops, resumes, shares the machine and reports, not what the
+# games learn, and the updates at 4 were most of their minutes on a 2-core CPU.
+SUITE_OPTS = [*(a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")), "--replay-ratio", "1"]
+
 
 @pytest.fixture
 def mark():
@@ -155,7 +160,7 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     """The quick suite (two catch games) as a user runs it: SIGTERM during the first game stops the
     run cleanly and the suite after it (exit 130, the report still written); the same command
     resumes that game from its checkpoint and plays the second; a third time trains nothing."""
-    opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
+    opts = SUITE_OPTS
     cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "1500",
            "--runs-dir", str(tmp_path), *opts]
     before = set(Path("/dev/shm").glob("dqnrl_*"))
@@ -198,7 +203,7 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
 def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_path, mark):
     """--games-at-once 2: both catch games train side by side; SIGTERM stops both cleanly (exit 130,
     each named); the same command resumes both; the report says they shared the machine."""
-    opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
+    opts = SUITE_OPTS
     cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "1500", "--games-at-once", "2",
            "--runs-dir", str(tmp_path), *opts]
     before = set(Path("/dev/shm").glob("dqnrl_*"))
@@ -250,7 +255,7 @@ def test_a_game_that_fails_stops_the_games_beside_it(tmp_path, monkeypatch, mark
     """A run that fails (here: a setting its script refuses) stops the run beside it cleanly and
     the error names the one that failed; no child outlives the suite."""
     monkeypatch.setenv("DQN_TEST_MARK", mark)
-    opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
+    opts = SUITE_OPTS
     runs = [R.GameRun("tests.catch_env:Catch-v0", tmp_path / "Catch", opts, "[SUITE] catch", "the good run"),
             R.GameRun("tests.catch_env:CountingCatch-v0", tmp_path / "Bad", [*opts, "--lr", "-1"], "[SUITE] bad",
                       "the bad run")]
@@ -331,7 +336,7 @@ def test_suite_halving_screens_recipes_and_continues_the_winner(tmp_path, mark):
     run per recipe and rung, ~15 s of CI.)"""
     recipes = tmp_path / "recipes.toml"
     recipes.write_text('[defaults]\nargs = []\n\n[no_learning]\nargs = ["--lr", "1e-9"]\n')
-    opts = [a for a in CATCH if a not in ("--env", "tests.catch_env:Catch-v0")]
+    opts = SUITE_OPTS
     cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--halving", str(recipes), "--steps",
            "2000", "--rungs", "2", "--games", "Catch", "--runs-dir", str(tmp_path), *opts]
     proc = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=600)
