@@ -39,21 +39,28 @@ def same_batch(a, b):
             np.testing.assert_array_equal(a[k], b[k], err_msg=k)
 
 
-@pytest.mark.parametrize("prioritized", [False, True])
-def test_resumed_replay_samples_the_batches_of_an_uninterrupted_run(tmp_path, prioritized):
-    replay = catch_replay(prioritized)
+@pytest.mark.parametrize("prioritized,capacity", [(False, 4000), (True, 4000), (False, 800)])
+def test_resumed_replay_samples_the_batches_of_an_uninterrupted_run(tmp_path, prioritized, capacity):
+    """Half full (each stream's first 300 of 1,000 rows) or wrapped (300 records in 200 rows)."""
+    replay = catch_replay(prioritized, capacity=capacity)
     if prioritized:
         b = replay.sample(64)
         replay.update_priorities(b["stream"], b["pos"], np.linspace(0.1, 5, 64))
     rng_state = replay.sampler.rng.bit_generator.state  # what the checkpoint stores
     size, took = snapshot.save(replay, tmp_path / "replay.npz", {"env": CATCH, "frame_stack": 4, "agent_steps": 1200})
     assert size < replay.storage.nbytes() / 5  # catch frames are mostly black: they compress
-    resumed = Replay.of(4000, 1, M, prioritized=prioritized, seed=123)
+    rows = min(300, capacity // M)  # only the rows written are saved: the zeros past them are not
+    with np.load(tmp_path / "replay.npz") as z:
+        assert z["frames"].shape == (M, rows, 84, 84)
+    resumed = Replay.of(capacity, 1, M, prioritized=prioritized, seed=123)
     meta = snapshot.load(resumed, tmp_path / "replay.npz", CATCH, 4)
-    assert meta["agent_steps"] == 1200 and len(resumed) == len(replay) == 1200
+    assert meta["agent_steps"] == 1200 and len(resumed) == len(replay) == M * rows
+    np.testing.assert_array_equal(resumed.storage.frames, replay.storage.frames)
     resumed.sampler.rng.bit_generator.state = rng_state
     for _ in range(5):
         same_batch(replay.sample(32), resumed.sample(32))
+    with pytest.raises(ValueError, match="fresh replay"):  # rows past the file's must be a fresh replay's zeros
+        snapshot.load(resumed, tmp_path / "replay.npz", CATCH, 4)
 
 
 @pytest.mark.parametrize("change,named", [

@@ -7,6 +7,10 @@ that names the env, frame stack, capacity and stream count it fits and the agent
 the checkpoint it belongs to. numpy writes each array into the zip in 16 MB chunks, so a save
 needs about that much memory beyond the replay itself. Written to a temp file, fsynced and
 renamed, like the checkpoint: a full disk leaves the previous file intact.
+
+The frames are saved only as far as any stream has written them: a replay that has not filled
+yet (a run stopped before --buffer-size agent steps) holds zeros beyond, and compressing them
+took most of a save (a 1M replay at 200k is 5.6 GB of zeros) and of the load and check after it.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ def save(replay, path: str | Path, meta: dict) -> tuple[int, float]:
     t0 = time.perf_counter()
     st = replay.storage
     arrays = {name: getattr(st, name) for name in ARRAYS}
+    arrays["frames"] = st.frames[:, :filled_rows(st)]  # past them every stream holds only zeros
     if replay.sampler.prioritized:
         arrays["tree"] = replay.sampler.tree.tree
         arrays["max_priority"] = np.float64(replay.sampler.max_priority)
@@ -58,6 +63,11 @@ def save(replay, path: str | Path, meta: dict) -> tuple[int, float]:
         raise ReplayFileError(f"could not write the replay {path}: {e.strerror or e}; the previous replay file "
                               "is untouched. Free disk space, or pass --save-replay false") from None
     return path.stat().st_size, time.perf_counter() - t0
+
+
+def filled_rows(storage) -> int:
+    """The rows of the frame array any stream has written (each stream fills from row 0)."""
+    return int(np.minimum(storage.written, storage.stream_len).max(initial=0))
 
 
 def _corrupt(path: Path, e: BaseException) -> ReplayFileError:
@@ -124,28 +134,41 @@ def check_fits(path: str | Path, env: str, frame_stack: int, capacity: int, num_
 
 def _read_into(archive: zipfile.ZipFile, member: str, dest: np.ndarray, chunk: int = 16 * 2**20) -> None:
     """Decompress one array of the file straight into ``dest`` in 16 MB pieces: loading the
-    replay must not need a second replay's worth of memory."""
+    replay must not need a second replay's worth of memory. The frames may hold fewer rows than
+    ``dest`` (only those written were saved): they go to each stream's first rows, and the rest
+    keep the zeros of the fresh replay ``load`` fills."""
     with archive.open(member) as f:
         version = np.lib.format.read_magic(f)
         read_header = {(1, 0): np.lib.format.read_array_header_1_0}.get(version, np.lib.format.read_array_header_2_0)
         shape, fortran, dtype = read_header(f)
-        if tuple(shape) != dest.shape or np.dtype(dtype) != dest.dtype or fortran:
+        rows_only = member == "frames.npy" and len(shape) == dest.ndim and shape[1] <= dest.shape[1]
+        fits = tuple(shape) == dest.shape or (rows_only and (shape[0], *shape[2:]) == (dest.shape[0], *dest.shape[2:]))
+        if not fits or np.dtype(dtype) != dest.dtype or fortran:
             raise ValueError(f"{member} holds {dtype}{tuple(shape)}, the replay needs {dest.dtype}{dest.shape}")
-        view = memoryview(dest.reshape(-1).view(np.uint8))
-        for lo in range(0, len(view), chunk):
-            piece = view[lo:lo + chunk]
-            got = 0
-            while got < len(piece):
-                n = f.readinto(piece[got:])
-                if not n:
-                    raise EOFError(f"{member} ends early")
-                got += n
+        rows = shape[1] if rows_only else None
+        for part in ([dest[s, :rows] for s in range(dest.shape[0])] if rows is not None else [dest]):
+            assert part.flags.c_contiguous  # a stream's first rows: a view, never a copy read into
+            _read_exactly(f, memoryview(part.reshape(-1).view(np.uint8)), member, chunk)
+
+
+def _read_exactly(f, view: memoryview, member: str, chunk: int) -> None:
+    for lo in range(0, len(view), chunk):
+        piece = view[lo:lo + chunk]
+        got = 0
+        while got < len(piece):
+            n = f.readinto(piece[got:])
+            if not n:
+                raise EOFError(f"{member} ends early")
+            got += n
 
 
 def load(replay, path: str | Path, env: str, frame_stack: int) -> dict:
-    """Fill ``replay`` from a file saved by a run of the same shape; returns the file's meta."""
+    """Fill ``replay``, which nothing has written to yet, from a file saved by a run of the same
+    shape; returns the file's meta."""
     path = Path(path)
     st = replay.storage
+    if st.written.any():  # rows past the saved ones must hold zeros, as a fresh replay's do
+        raise ValueError("snapshot.load fills a fresh replay; this one holds records already")
     meta = check_fits(path, env, frame_stack, st.capacity, st.num_streams)
     try:
         with np.load(path) as z, st.lock:
