@@ -33,11 +33,12 @@ import torch
 
 from bench.autotune import autotune
 from bench.common import machine
-from bench.components import (bench_acting, bench_collector_overhead, bench_learner, bench_queue, bench_replay,
-                              bench_vector_envs, print_components)
+from bench.components import (bench_acting, bench_collector_overhead, bench_learner, bench_replay, bench_vector_envs,
+                              print_components)
 from bench.ladder import LADDER, LADDER_BASE, bench_ladder, bench_run, plot_ladder, print_ladder
 from bench.learner_grid import bench_learner_grid, bench_learner_in_pipeline, print_learner_grid
 from bench.profile import profile_run
+from bench.ring_vs_queue import bench_queue
 from bench.time_to_score import QUICK_SCORE, plot_time_to_score, print_time_to_score, time_to_score
 
 

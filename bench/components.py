@@ -13,7 +13,6 @@ import torch
 
 from .common import fill_replay, get_from, rate, then_exit, windows
 from .learner_grid import learner_updates_per_s
-from .ring_vs_queue import bench_queue  # noqa: F401 (a component, in a module without torch)
 
 
 # ----------------------------------------------------------------------------- collector overhead

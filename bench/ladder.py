@@ -125,7 +125,8 @@ def _row_entry(mode, params, seconds, window_s, quick, out_q):
     try:
         with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
             if mode == "sync":
-                settings = {**LADDER_BASE, **{k: bench_run(quick)[k] for k in ("learning_starts", "buffer_size", "seed")}}
+                run = bench_run(quick)
+                settings = {**LADDER_BASE, **{k: run[k] for k in ("learning_starts", "buffer_size", "seed")}}
                 res = sync_row(params["kind"], settings, seconds, window_s)
             elif mode == "profile":
                 res = _pipeline_row({"profile": True, **params}, seconds, window_s, quick)

@@ -141,13 +141,12 @@ def _read_into(archive: zipfile.ZipFile, member: str, dest: np.ndarray, chunk: i
         version = np.lib.format.read_magic(f)
         read_header = {(1, 0): np.lib.format.read_array_header_1_0}.get(version, np.lib.format.read_array_header_2_0)
         shape, fortran, dtype = read_header(f)
-        rows_only = member == "frames.npy" and len(shape) == dest.ndim and shape[1] <= dest.shape[1]
-        fits = tuple(shape) == dest.shape or (rows_only and (shape[0], *shape[2:]) == (dest.shape[0], *dest.shape[2:]))
-        if not fits or np.dtype(dtype) != dest.dtype or fortran:
+        # the frames: each stream's first rows, as many as the file holds
+        target = dest[:, :shape[1]] if member == "frames.npy" and len(shape) == dest.ndim else dest
+        if tuple(shape) != target.shape or np.dtype(dtype) != dest.dtype or fortran:
             raise ValueError(f"{member} holds {dtype}{tuple(shape)}, the replay needs {dest.dtype}{dest.shape}")
-        rows = shape[1] if rows_only else None
-        for part in ([dest[s, :rows] for s in range(dest.shape[0])] if rows is not None else [dest]):
-            assert part.flags.c_contiguous  # a stream's first rows: a view, never a copy read into
+        for part in ([target] if target.flags.c_contiguous else target):  # else one stream's rows at a time
+            assert part.flags.c_contiguous  # a view of the replay, never a copy read into
             _read_exactly(f, memoryview(part.reshape(-1).view(np.uint8)), member, chunk)
 
 
