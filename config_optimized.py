@@ -11,6 +11,7 @@ user's config folder: ``autotuned_path``). Validation lives in ``pipeline/settin
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sys
 from dataclasses import Field, dataclass, field, fields
@@ -29,6 +30,9 @@ REPLAY_META_BYTES = 6          # action uint8 + reward float32 + flags uint8
 # measured for Pong on an AMD EPYC, ~300 MB reported for Mario; rounded up. Shared libraries are
 # mapped once for all processes and not counted.
 COLLECTOR_BYTES = 350 * 2**20
+# Collectors and evaluators fork from a server that imported torch once (pipeline/process_start.py)
+# where the platform can (Linux, macOS); Windows spawns them.
+DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 PROFILE_NAMES = ("auto", "autotuned", "cpu-small", "cpu-large", "gpu-minimum", "gpu-recommended", "gpu-optimal")
 
 
@@ -62,7 +66,10 @@ class CollectorConfig:
                                 "learner's CUDA GPU (a frame stack batch goes over and the actions come back; each "
                                 "collector process then holds a CUDA context of its own, and --act-bf16 means bf16 "
                                 "autocast there); Ray collectors act on their own CPU", "cpu", choices=("cpu", "cuda"))
-    start_method: str = doc("multiprocessing start method", "spawn", choices=("spawn", "forkserver", "fork"))
+    start_method: str = doc("how the collector and evaluator processes start: forkserver forks them from a server that "
+                            "imported torch and the envs once, while the learner was built (pipeline/process_start.py); "
+                            "spawn imports them in each; fork copies the learner", DEFAULT_START_METHOD,
+                            choices=("spawn", "forkserver", "fork"))
     ring_capacity: int = doc("slots (transitions) in each collector's shared-memory ring", 4096)
     drop_when_full: bool = doc("drop (and count) transitions when a ring is full instead of waiting", False)
     model_update_frequency: int = doc("learner updates between weight pushes to the collectors", 50)

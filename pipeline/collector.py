@@ -1,8 +1,8 @@
 """Collector process: steps a batch of envs with one batched forward pass of a local policy copy
 and writes every transition into its own shared-memory ring.
 
-Runs under ``spawn`` as well as ``fork``: everything it needs arrives as arguments (its
-``CollectorSpec`` and segment names) and it attaches to shared memory by name.
+Runs under every start method (``pipeline/process_start.py``): everything it needs arrives as
+arguments (its ``CollectorSpec`` and segment names) and it attaches to shared memory by name.
 """
 from __future__ import annotations
 
@@ -41,14 +41,13 @@ class CollectorSpec:
 
 @dataclass(frozen=True)
 class CollectorStart:
-    """One start of one collector process: its spec, which collector it is, the shared memory it
-    attaches to by name, and who started it (its death ends every wait)."""
+    """One start of one collector process: its spec, which collector it is and the shared memory
+    it attaches to by name."""
     index: int
     spec: CollectorSpec
     ring_name: str
     control_name: str
     n_weights: int
-    parent_pid: int
     launch: int = 0  # numbers this start among every collector start of the run, resumes included
 
     @property
@@ -142,7 +141,8 @@ def run_collector(start: CollectorStart, report) -> None:
         raise SystemExit(1)
     if start.spec.collectors.start_method == "spawn":
         # a spawned child is an interpreter of its own, whose teardown (freeing torch, ~0.5 s) the
-        # learner's join would wait out at every stop; a forked one already ends with os._exit
+        # learner's join would wait out at every stop; a forked one (fork, forkserver) already
+        # ends with os._exit
         from .quick_exit import quick_exit
 
         quick_exit(0)
@@ -230,6 +230,7 @@ def _collect(start: CollectorStart):
     import torch
 
     from .control import ControlBlock
+    from .process_start import learner_alive
     from .ring import Ring
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
@@ -242,7 +243,7 @@ def _collect(start: CollectorStart):
         # Every wait below (first weights, the allowance, room in a full ring) ends on this. A
         # learner killed with SIGKILL never sets the stop flag, and nobody will drain the ring,
         # raise the allowance or publish weights again: its death ends the waits too.
-        return control.stop or os.getppid() != start.parent_pid
+        return control.stop or not learner_alive()
 
     block = ring.block
     collector = Collector(spec, start.index, start.seed, block)

@@ -6,8 +6,6 @@ saw, with the node the actor ran on.
 """
 from __future__ import annotations
 
-import os
-
 from .collector import CollectorSpec, CollectorStart, run_collector
 from .distributed.errors import RayClusterError
 from .distributed.no_ray import NoRayCollectors
@@ -48,7 +46,7 @@ class Collectors:
             raise
 
     def _start(self, i: int) -> None:
-        start = CollectorStart(i, self.spec, self.ring_names[i], self.control_name, self.n_weights, os.getpid(),
+        start = CollectorStart(i, self.spec, self.ring_names[i], self.control_name, self.n_weights,
                                self.launches)
         self.seeds[i] = start.seed
         recv, send = self.ctx.Pipe(duplex=False)

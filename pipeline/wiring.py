@@ -1,11 +1,11 @@
 """The learner process's parts, built from the config in one place (``build_pipeline``), in the
-order a run needs them: the learner and the replay, where the run stood (``--resume``), its
+order a run needs them: the children's process start (the fork server imports for them while
+the rest is built), the learner and the replay, where the run stood (``--resume``), its
 books, the periodic evaluation, then the shared memory, the collector processes and the threads
 between them. ``Pipeline`` holds the parts and answers what the trainer's loop asks of them
 together; ``stop_workers`` and ``release`` end them."""
 from __future__ import annotations
 
-import multiprocessing as mp
 import random
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from .distributed.no_ray import NoRayCollectors
 from .evaluation.periodic_eval import PeriodicEval, run_eval_plan
 from .learner import Learner, flush_denormals, lr_schedule
 from .prefetch import Prefetcher
+from .process_start import child_context
 from .ratio import ReplayRatio, shares
 from .records.books import RunBooks
 from .records.counters import RunCounters
@@ -153,6 +154,8 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
     stale = shm.remove_stale_segments()
     if stale:
         log(f"[MAIN] Removed {len(stale)} shared-memory segments left by a dead run: {', '.join(stale[:4])}")
+    # first: the fork server imports torch and the envs for the children while the learner is built
+    children = child_context(col.start_method)
     device = torch.device(resolve_device(cfg.device, hw))
     if not flush_denormals() and device.type == "cpu":
         log("[MAIN] Warning: denormal floats are not flushed to zero on every torch thread of the learner (torch "
@@ -179,7 +182,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         eval_metric, eval_epsilons = run_eval_plan(cfg)
         evals = PeriodicEval(Path(run.run_dir), every, run.eval_episodes, eval_epsilons, eval_metric,
                              cfg.seed + 7_919, log, start.best_eval,
-                             (start.agent_steps // every + 1) * every if every else 0, run.confirm_episodes)
+                             (start.agent_steps // every + 1) * every if every else 0, run.confirm_episodes, children)
         undo.callback(evals.close)
         n_weights = flat_size(learner.model)
         control = ControlBlock.create(n_weights)
@@ -197,7 +200,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         for i in range(col.num_collectors):  # one by one: each made is released if a later one fails
             rings.append(Ring.create(f"ring{i}", col.ring_capacity))
             undo.callback(rings[-1].close)
-        collectors = Collectors(mp.get_context(col.start_method), cfg, [r.name for r in rings], control.name,
+        collectors = Collectors(children, cfg, [r.name for r in rings], control.name,
                                 n_weights, log, start.launches, remote)
         undo.callback(collectors.close)
         undo.callback(collectors.join)

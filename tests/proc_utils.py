@@ -37,15 +37,26 @@ def parent_pid(pid: int) -> int:
 
 
 def collector_pids(mark, main_pid):
-    """The run's collector processes: its children, less multiprocessing's resource tracker."""
-    found = []
+    """The run's collector processes (and its evaluator): its children less multiprocessing's
+    helpers (the resource tracker, the fork server), and the fork server's children (forked, not
+    started anew: they carry the server's command line)."""
+    parents = {}
     for p in marked_processes(mark):
         try:
-            if parent_pid(p) == main_pid and b"resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes():
-                found.append(p)
+            parents[p] = parent_pid(p)
         except (OSError, ValueError, IndexError):
             pass
-    return found
+    children = [p for p, parent in parents.items() if parent == main_pid]
+    servers = [p for p in children if _cmdline_has(p, b"forkserver")]
+    helpers = [*servers, *(p for p in children if _cmdline_has(p, b"resource_tracker"))]
+    return [p for p, parent in parents.items() if parent == main_pid and p not in helpers or parent in servers]
+
+
+def _cmdline_has(pid: int, word: bytes) -> bool:
+    try:
+        return word in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def running(pid: int) -> bool:

@@ -23,7 +23,7 @@ STEPS = {"ALE/Pong-v5": (1200, 2000), "SuperMarioBros-1-1-v0": (1000, 1500)}
 
 
 @pytest.mark.parametrize("env_id,method", [("ALE/Pong-v5", "spawn"), ("ALE/Pong-v5", "fork"),
-                                           ("SuperMarioBros-1-1-v0", "spawn")])
+                                           ("SuperMarioBros-1-1-v0", "forkserver")])
 def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
     args = ["--env", env_id, "--run-dir", str(run_dir), "--start-method", method, *FAST]

@@ -40,6 +40,7 @@ LAYERS = {
     "pipeline.control": 2,
     "pipeline.shm": 2,
     "pipeline.supervisor": 2,
+    "pipeline.process_start": 2,  # how collectors and the evaluator start, and notice a dead learner
     "pipeline.games": 2,
     "pipeline.consolidator": 2,
     "pipeline.replay": 2,
@@ -58,6 +59,7 @@ LAYERS = {
     "pipeline.distributed": 4,
     "pipeline.bf16_probe": 4,  # the training run's start-up measures bf16 before its profile is resolved
     "pipeline.thread_share": 4,  # the learner's threads following the free cores (reads /proc only)
+    "pipeline.child_preload": 4,  # what the fork server imports for the children: collector and evaluator code
     "pipeline.wiring": 4,
     "pipeline.trainer": 4,
     "pipeline.run": 4,

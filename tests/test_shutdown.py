@@ -36,7 +36,7 @@ M = 2  # envs per collector in the consolidator tests
 def _learner_stand_in(spec, ring_name, control_name, n_weights, pids):
     """The learner's part in a collector's life: start it, then nothing (the test kills this)."""
     ctx = mp.get_context("fork")
-    start = CollectorStart(0, spec, ring_name, control_name, n_weights, os.getpid())
+    start = CollectorStart(0, spec, ring_name, control_name, n_weights)
     p = ctx.Process(target=run_collector, args=(start, ctx.Pipe(duplex=False)[1]), daemon=True)
     p.start()
     pids.put(p.pid)

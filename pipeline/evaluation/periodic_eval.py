@@ -45,19 +45,21 @@ CONFIRM_SEED_OFFSET = 1_000_003  # a confirmation's games: seeds apart from ever
 FLAG_SLACK = 1.0  # a Mario screening with flags this close below the best is confirmed (flags per screening)
 
 
-def _exit_with_parent(parent_pid: int, every_s: float = 0.1) -> None:
-    """End this process within ``every_s`` of its parent's death. ``daemon=True`` acts only when
-    the parent exits normally; after a SIGKILL (an OOM kill) the evaluator would play its
+def _exit_with_learner(every_s: float = 0.1) -> None:
+    """End this process within ``every_s`` of its learner's death. ``daemon=True`` acts only when
+    the learner exits normally; after a SIGKILL (an OOM kill) the evaluator would play its
     remaining games, minutes of a core, beside the --resume that follows. A thread, so a game
     step in progress cannot hold it up; the collectors check the same way in their loop."""
     import threading
 
+    from ..process_start import learner_alive
+
     def watch():
-        while os.getppid() == parent_pid:
+        while learner_alive():
             time.sleep(every_s)
         os._exit(0)
 
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    threading.Thread(target=watch, name="learner-watch", daemon=True).start()
 
 
 def eval_plan(mario: bool, eval_epsilon: float, score_metric: str) -> tuple[str, tuple[float, ...]]:
@@ -86,11 +88,11 @@ def flag_score(flags: list[int], games: int, distances: list[float], per: int = 
     return scale * (min(flags) + sum(flags) / slots + min(mean_distance, 99_999.0) / 100_000 / slots)
 
 
-def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int, conn, parent_pid: int) -> None:
+def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int, conn) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us
-    _exit_with_parent(parent_pid)
+    _exit_with_learner()
     import torch
 
     from .evaluate import evaluate
@@ -123,12 +125,13 @@ def keep_as_best(candidate: Path, best_path: Path, best: dict) -> None:
 
 class PeriodicEval:
     def __init__(self, run_dir: Path, interval: int, episodes: int, epsilons: tuple[float, ...], metric: str,
-                 seed: int, log, best: float = float("-inf"), next_at: int = 0, confirm_episodes: int = 0):
+                 seed: int, log, best: float = float("-inf"), next_at: int = 0, confirm_episodes: int = 0,
+                 ctx=None):
         """``epsilons`` and ``metric``: ``eval_plan``'s; ``episodes`` games at each epsilon, and
-        ``confirm_episodes`` (0: as many) in a confirmation."""
-        # spawn, whatever --start-method says: this process is forked mid-training otherwise,
-        # beside running threads, and would inherit the learner's signal handlers
-        self.ctx = mp.get_context("spawn")
+        ``confirm_episodes`` (0: as many) in a confirmation. ``ctx``: the multiprocessing context
+        the evaluator starts in (``process_start.child_context``'s; None: spawn), never fork's:
+        a fork mid-training copies the learner beside its running threads, with its signal handlers."""
+        self.ctx = mp.get_context("spawn") if ctx is None or ctx.get_start_method() == "fork" else ctx
         self.run_dir, self.interval, self.episodes = Path(run_dir), interval, episodes
         self.confirm_episodes = confirm_episodes or episodes
         self.epsilons, self.metric, self.seed, self.log = tuple(epsilons), metric, seed, log
@@ -166,7 +169,7 @@ class PeriodicEval:
         recv, send = self.ctx.Pipe(duplex=False)
         proc = self.ctx.Process(target=_play, name="evaluator", daemon=True,
                                 args=(str(path), self.confirm_episodes if phase == "confirm" else self.episodes,
-                                      self.epsilons, games_seed, send, os.getpid()))
+                                      self.epsilons, games_seed, send))
         try:
             proc.start()
         finally:

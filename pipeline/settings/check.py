@@ -3,11 +3,13 @@ the value and the fix, before any process starts; dubious ones come back as warn
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import platform
 from pathlib import Path
 
-from config_optimized import COLLECTOR_BYTES, FIELDS, FRAME_BYTES, REPLAY_META_BYTES, Config, ConfigError
+from config_optimized import (COLLECTOR_BYTES, DEFAULT_START_METHOD, FIELDS, FRAME_BYTES, REPLAY_META_BYTES, Config,
+                              ConfigError)
 from models.dqn import BATCHNORM_MODELS
 
 from ..ratio import ReplayRatio
@@ -82,6 +84,8 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("ray_collectors", "needs a cluster to start them in: add --ray-address HOST:PORT (or auto)")
     if col.ray_address and not col.ray_collectors:
         bad("ray_address", "starts no remote collector while --ray-collectors is 0; add --ray-collectors N")
+    if col.start_method not in multiprocessing.get_all_start_methods():
+        bad("start_method", f"{col.start_method} is not available on this platform; use {DEFAULT_START_METHOD}")
     if col.collector_device == "cuda":
         if not hw.cuda:
             bad("collector_device", "CUDA is not available on this machine; use --collector-device cpu")
