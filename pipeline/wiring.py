@@ -111,6 +111,8 @@ class Pipeline:
     def start(self) -> None:
         self.consolidator.start()
         self.remote.start()
+        if self.cfg.run.resume:
+            self.evals.resume_pending()  # an evaluation the last stop cut short plays again first
 
     def stop_workers(self, stop_reason: str | None, interrupted=lambda: False) -> None:
         """Stop and join every collector, then the threads, so the counters are final; at a planned

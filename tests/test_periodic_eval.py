@@ -10,7 +10,7 @@ from config_optimized import Config
 from pipeline.evaluation import periodic_eval as pe
 from pipeline.learner import Learner
 from pipeline.records import checkpoint as ckpt
-from pipeline.records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
+from pipeline.records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME, PENDING_NAME
 
 
 class _Played:
@@ -269,5 +269,34 @@ def test_a_signal_during_the_wait_stops_the_evaluation_and_says_so(evals, monkey
     ev.finish(interrupted=lambda: next(looks) >= 20)  # a Ctrl-C after 20 looks
     assert ev.proc is not None
     ev.close()
-    assert ev.proc is None and not (run_dir / CANDIDATE_NAME).exists() and not (run_dir / BEST_EVAL_NAME).exists()
-    assert "The evaluation at 1,000 agent steps was stopped with the run; best_eval.pt stays" in lines[-1]
+    assert ev.proc is None and not (run_dir / BEST_EVAL_NAME).exists()
+    assert "The evaluation at 1,000 agent steps was stopped with the run; best_eval.pt stays, and --resume plays " \
+           "it again first" in lines[-1]
+    assert (run_dir / CANDIDATE_NAME).exists() and json.loads((run_dir / PENDING_NAME).read_text()) == \
+        {"phase": "screen", "agent_steps": 1000, "games_seed": 1100, "screened": {}}
+
+
+def test_a_confirmation_cut_by_a_stop_plays_again_on_resume_and_keeps_its_weights(evals, monkeypatch):
+    """A stop cuts a confirmation short; the resumed run plays it first, on the same games with
+    the same weights, and keeps them as its screening and confirmation say."""
+    ev, save, script, asked, lines, run_dir = evals
+    script += [_res([1.0, 1.0, 1.0]), _Slow(_res([1.0, 1.0, 1.0]), 10**9)]
+    ev.start(save, 1000)
+    ev.poll()  # the screening beats the best: its confirmation starts, and plays on
+    weights = (run_dir / CANDIDATE_NAME).read_bytes()
+    ev.close()  # the run stops (SIGTERM)
+    assert "The confirmation at 1,000 agent steps was stopped" in lines[-1]
+    again = pe.PeriodicEval(run_dir, 1000, 3, (0.05,), "return", 100, lines.append, next_at=3000)
+    resumed = []
+    _scripted(monkeypatch, again, [_res([1.0, 1.0, 0.0])], lambda phase, games_seed: resumed.append((phase, games_seed)))
+    again.resume_pending()
+    assert resumed == [asked[1]] == [("confirm", 1100 + pe.CONFIRM_SEED_OFFSET)]
+    assert "Playing again the confirmation at 1,000 agent steps that the last stop cut short" in lines[-1]
+    assert not (run_dir / PENDING_NAME).exists() and (run_dir / CANDIDATE_NAME).read_bytes() == weights
+    again.poll()
+    assert "confirmed" in lines[-1] and again.best == pytest.approx(2 / 3)
+    best = ckpt.load(run_dir / BEST_EVAL_NAME)["best"]
+    assert (best["agent_steps"], best["screen_score"], best["screen_seed"]) == (1000, 1.0, 1100)
+    assert not (run_dir / CANDIDATE_NAME).exists()
+    again.resume_pending()  # nothing left to play again
+    assert len(resumed) == 1

@@ -29,6 +29,7 @@ a few steps short of the flag loses only a few percent of its distance.
 """
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import statistics
@@ -37,8 +38,8 @@ from pathlib import Path
 
 from wrappers.registry import is_mario
 
-from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME
-from ..records.record import append_jsonl
+from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME, PENDING_NAME
+from ..records.record import append_jsonl, write_json
 
 TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a policy stuck in a game)
 CONFIRM_SEED_OFFSET = 1_000_003  # a confirmation's games: seeds apart from every screening's
@@ -284,9 +285,36 @@ class PeriodicEval:
         self.proc = self.conn = None
 
     def close(self) -> None:
-        """Stop an evaluation still playing: no evaluator outlives the run."""
-        if self.proc is not None:
-            self._end()
-            self.log(f"[EVAL] The {self._what()} at {self.steps:,} agent steps was stopped with the run; "
-                     "best_eval.pt stays")
-        (self.run_dir / CANDIDATE_NAME).unlink(missing_ok=True)
+        """Stop an evaluation still playing: no evaluator outlives the run. Its weights stay, and
+        where it stood is written beside them (``eval_pending.json``): ``--resume`` plays it again
+        first (``resume_pending``). A run stopped and resumed between sessions lost the
+        confirmation under way at every stop, and with it the chance to keep those weights."""
+        candidate = self.run_dir / CANDIDATE_NAME
+        if self.proc is None:
+            candidate.unlink(missing_ok=True)
+            return
+        self._end()
+        write_json(self.run_dir / PENDING_NAME, {"phase": self.phase, "agent_steps": self.steps,
+                                                 "games_seed": self.games_seed, "screened": self.screened})
+        self.log(f"[EVAL] The {self._what()} at {self.steps:,} agent steps was stopped with the run; best_eval.pt "
+                 "stays, and --resume plays it again first")
+
+    def resume_pending(self) -> None:
+        """Play again the evaluation that the last stop cut short, with the weights it was playing,
+        on the same games; then evaluations go on as they were due."""
+        pending, candidate = self.run_dir / PENDING_NAME, self.run_dir / CANDIDATE_NAME
+        if not pending.exists():
+            return
+        state = json.loads(pending.read_text())
+        pending.unlink()
+        if not candidate.exists():
+            return
+        self.steps, self.screened = int(state["agent_steps"]), state.get("screened") or {}
+        try:
+            self._launch(candidate, int(state["games_seed"]), state["phase"])
+        except Exception as e:  # as at any start: training goes on without it
+            self.log(f"[EVAL] The {state['phase']} at {self.steps:,} agent steps cut short by the last stop was not "
+                     f"started again: {type(e).__name__}: {e}")
+            candidate.unlink(missing_ok=True)
+            return
+        self.log(f"[EVAL] Playing again the {self._what()} at {self.steps:,} agent steps that the last stop cut short")

@@ -16,6 +16,7 @@ A run folder (``runs/{env}__{seed}__{time}``, or ``--run-dir``)::
     eval_history.jsonl  every ``--eval`` of the run, one row each (eval.json's contents and when)
     flag.mp4            a flag run of the kept weights, where a run stopped at a finished agent (Mario)
     eval_candidate.pt   the weights an evaluation during training is playing
+    eval_pending.json   where an evaluation a stop cut short stood: --resume plays it again
     learning_curve.png  ``--plot`` and the end of every run
     train.log           the run's log
     wandb_run_id, wandb/  ``--track``
@@ -30,6 +31,7 @@ CHECKPOINT_NAME = "checkpoint.pt"
 BEST_NAME = "best.pt"
 BEST_EVAL_NAME = "best_eval.pt"
 CANDIDATE_NAME = "eval_candidate.pt"   # the weights an evaluation during training is playing
+PENDING_NAME = "eval_pending.json"     # an evaluation a stop cut short (with the candidate's weights kept)
 REPLAY_NAME = "replay.npz"
 RECORD_NAME = "config.json"
 METRICS_NAME = "metrics.jsonl"
@@ -60,8 +62,8 @@ def after_checkpoint_name(name: str) -> str:
 RUN_FILES = (CHECKPOINT_NAME, METRICS_NAME, EPISODES_NAME, LOG_NAME, RECORD_NAME, REPLAY_NAME, BEST_NAME,
              EVALS_NAME, BEST_EVAL_NAME)
 # written by a run besides RUN_FILES (which mark a folder as a run's)
-OTHER_FILES = (CURVE_NAME, EVAL_NAME, EVAL_HISTORY_NAME, FLAG_VIDEO_NAME, CANDIDATE_NAME, TRACKING_ID_FILE,
-               after_checkpoint_name(EPISODES_NAME), after_checkpoint_name(METRICS_NAME))
+OTHER_FILES = (CURVE_NAME, EVAL_NAME, EVAL_HISTORY_NAME, FLAG_VIDEO_NAME, CANDIDATE_NAME, PENDING_NAME,
+               TRACKING_ID_FILE, after_checkpoint_name(EPISODES_NAME), after_checkpoint_name(METRICS_NAME))
 OTHER_FOLDERS = (TB_DIR, WANDB_DIR)
 # What --overwrite clears (with OTHER_FOLDERS): every file of a run, each with the NAME.tmp that a
 # write of it leaves where the run was killed before the rename (checkpoints, best*.pt, config.json,
