@@ -32,7 +32,6 @@ with contextlib.suppress(Exception):
     import gym_super_mario_bros  # noqa: F401
 
 
-
 def _end_now() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
