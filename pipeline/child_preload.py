@@ -10,8 +10,8 @@ library's own error, in its report.
 The server itself ends when the learner does (its end of the server's pipe closes), with a
 normal interpreter exit: freeing torch there took 0.9 s on a 2-core AMD EPYC (family 23), a
 process holding the run's stdout open after the run ended. Its first exit handler ends it
-with ``os._exit`` instead (it holds nothing to save); the children it forks clear the server's
-exit handlers and end with ``os._exit`` too."""
+with ``os._exit`` instead (it holds nothing to save), registered in the server alone; the
+children it forks clear the server's exit handlers and end with ``os._exit`` too."""
 import atexit
 import contextlib
 import os
@@ -41,4 +41,18 @@ def _end_now() -> None:
     os._exit(0)
 
 
-atexit.register(_end_now)  # the last registered runs first
+def _in_fork_server() -> bool:
+    """Whether the fork server's main is importing this (its preload), not another process
+    that imports the module: there the handler would turn any exit status into 0."""
+    from multiprocessing import forkserver
+
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code is forkserver.main.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+if _in_fork_server():
+    atexit.register(_end_now)  # the last registered runs first
