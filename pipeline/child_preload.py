@@ -14,7 +14,6 @@ with ``os._exit`` instead (it holds nothing to save), registered in the server a
 children it forks clear the server's exit handlers and end with ``os._exit`` too."""
 import atexit
 import contextlib
-import os
 import sys
 
 import cv2  # noqa: F401
@@ -25,20 +24,12 @@ import wrappers  # noqa: F401
 
 from . import collector, control, ring, rollout  # noqa: F401
 from .evaluation import evaluate  # noqa: F401
+from .quick_exit import flush_and_exit
 
 with contextlib.suppress(Exception):
     import ale_py  # noqa: F401
 with contextlib.suppress(Exception):
     import gym_super_mario_bros  # noqa: F401
-
-
-def _end_now() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-    os._exit(0)
 
 
 def _in_fork_server() -> bool:
@@ -55,4 +46,4 @@ def _in_fork_server() -> bool:
 
 
 if _in_fork_server():
-    atexit.register(_end_now)  # the last registered runs first
+    atexit.register(flush_and_exit, 0)  # the last registered runs first

@@ -33,9 +33,15 @@ def quick_exit(code: int | None) -> NoReturn:
                     t.join()
         atexit._run_exitfuncs()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):  # closed, or replaced by None
-                pass
-        os._exit(code)
+        flush_and_exit(code)
+
+
+def flush_and_exit(code: int) -> NoReturn:
+    """stdout and stderr flushed, then ``os._exit(code)``: the end without the exit handlers
+    (``quick_exit`` runs them first; the fork server's own handler is this)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or replaced by None
+            pass
+    os._exit(code)
