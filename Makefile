@@ -3,6 +3,10 @@
 #   make test    - create .venv, install, run every test (the slow, faults and ray marks included)
 PYTHON ?= python3.13
 VENV := .venv
+# Two pytest workers, a test file to each at a time: most tests start a training run that spends
+# about half its time waiting (process start-up, imports, polling), so two at once fill two
+# cores (tests/conftest.py).
+TEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed
 
 .PHONY: train test install clean
@@ -19,7 +23,7 @@ train: $(STAMP)
 	$(VENV)/bin/python mario_rl_optimized.py $(ARGS)
 
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -72,6 +72,13 @@ def segments(pid):
     return list(Path("/dev/shm").glob(f"dqnrl_{pid}-*"))
 
 
+def segments_left(before):
+    """Segments made since ``before`` (a set of /dev/shm paths) by learners that are gone: what
+    finished runs left behind. A live learner's segments are another test's run still training."""
+    return sorted(p for p in set(Path("/dev/shm").glob("dqnrl_*")) - before
+                  if not running(int(p.name[len("dqnrl_"):].split("-", 1)[0].split("_", 1)[0])))
+
+
 def start(args, mark, preexec_fn=None):
     return subprocess.Popen([sys.executable, "mario_rl_optimized.py", *args], cwd=ROOT, env=env_for(mark),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=preexec_fn)

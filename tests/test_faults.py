@@ -40,6 +40,7 @@ def test_killed_collector_is_reported_and_restarted(tmp_path, method):
     check_clean(proc, mark)
 
 
+@pytest.mark.alone  # any run's start sweeps every dead run's segments: another test's could take these first
 def test_killed_learner_takes_collectors_down_and_next_start_sweeps_shm(tmp_path):
     mark, lines = uuid.uuid4().hex, []
     proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--num-collectors", "2", "--total-steps", "1000000000"],
@@ -140,6 +141,7 @@ def test_evaluator_ends_within_a_second_of_a_killed_learner(tmp_path):
     assert not left, f"{left} outlived the killed learner by 1.5 s"
 
 
+@pytest.mark.alone  # named semaphores carry no pid: any test's run beside it would add its own
 def test_a_killed_process_group_leaves_nothing_in_dev_shm(tmp_path):
     """kill -9 of the run's whole process group (a container's OOM kill): the resource tracker
     dies too, so nothing may rely on it: no named semaphore (sem.*) may be left behind, and the

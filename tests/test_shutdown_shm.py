@@ -118,6 +118,7 @@ def test_live_runs_are_the_other_runs_holding_their_segments(prefix):
     assert shm.live_runs() == []  # its segment stays until a sweep, but nothing holds it now
 
 
+@pytest.mark.alone  # counts the training runs on the machine: another test's would change the count
 def test_a_run_beside_another_says_so_at_its_start_and_in_every_epoch(tmp_path):
     """Another training run's segment, held by a live process: a catch run started beside it warns
     where their threads cannot all have cores, and each epoch's speed line and metrics row count it

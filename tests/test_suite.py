@@ -17,7 +17,7 @@ from bench import suite as S
 from bench import suite_runs as R
 from config_optimized import ConfigError
 from pipeline.settings.hardware import detect_cores
-from tests.proc_utils import CATCH, ROOT, env_for, marked_processes, read_until
+from tests.proc_utils import CATCH, ROOT, env_for, marked_processes, read_until, segments_left
 
 # The quick suite's training options: CATCH's without its game, at one sample per agent step (not
 # 4): these tests check how a suite stops, resumes, shares the machine and reports, not what the
@@ -197,7 +197,7 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     while marked_processes(mark) and time.time() < deadline:
         time.sleep(0.1)
     assert marked_processes(mark) == [], "a process of the suite outlived it"
-    assert set(Path("/dev/shm").glob("dqnrl_*")) <= before, "shared memory left in /dev/shm"
+    assert segments_left(before) == [], "shared memory left in /dev/shm"
 
 
 def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_path, mark):
@@ -248,7 +248,7 @@ def test_two_games_at_once_stop_together_resume_and_are_reported_as_shared(tmp_p
     while marked_processes(mark) and time.time() < deadline:
         time.sleep(0.1)
     assert marked_processes(mark) == [], "a process of the suite outlived it"
-    assert set(Path("/dev/shm").glob("dqnrl_*")) <= before, "shared memory left in /dev/shm"
+    assert segments_left(before) == [], "shared memory left in /dev/shm"
 
 
 def test_a_game_that_fails_stops_the_games_beside_it(tmp_path, monkeypatch, mark):
