@@ -31,8 +31,8 @@ def pytest_configure(config):
                                        "else runs on the machine); other workers wait")
 
 
-# Files in the order the workers take them: the longest first (seconds on a quiet 2-core AMD EPYC
-# family 23 model 1, two workers), so the run does not end with one worker on a long file while
+# Files in the order the workers take them: the longest first (by their minutes on a quiet 2-core
+# AMD EPYC family 23 model 1, two workers), so the run does not end with one worker on a long file while
 # the other has nothing left. test_learning reads the catch run test_benchmark starts, and stays
 # later so it finds the run done instead of waiting on it.
 LONGEST_FIRST = ["test_benchmark", "test_ray", "test_suite", "test_faults", "test_envs", "test_halving", "test_e2e",

@@ -73,10 +73,14 @@ def segments(pid):
 
 
 def segments_left(before):
-    """Segments made since ``before`` (a set of /dev/shm paths) by learners that are gone: what
-    finished runs left behind. A live learner's segments are another test's run still training."""
-    return sorted(p for p in set(Path("/dev/shm").glob("dqnrl_*")) - before
-                  if not running(int(p.name[len("dqnrl_"):].split("-", 1)[0].split("_", 1)[0])))
+    """Segments made since ``before`` (a set of /dev/shm paths) by runs no live process holds
+    (``shm.live_runs``, as a starting run counts them): what finished runs left behind. A live
+    run's segments are another test's run still training."""
+    from pipeline import shm
+
+    live = set(shm.live_runs())
+    return sorted(p for p in set(shm.SHM_DIR.glob(shm.PREFIX + "*")) - before
+                  if p.name[len(shm.PREFIX):].split("_", 1)[0] not in live)
 
 
 def start(args, mark, preexec_fn=None):
