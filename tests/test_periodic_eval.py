@@ -69,7 +69,8 @@ def _scripted(monkeypatch, ev, script, seen=lambda phase, games_seed: None):
         seen(phase, games_seed)
         item = script.pop(0)
         played = item if isinstance(item, _Played) else _Played(item)
-        ev.proc, ev.conn, ev.phase, ev.games_seed, ev.started = played, played, phase, games_seed, pe.time.monotonic()
+        ev.proc, ev.conn, ev.phase, ev.games_seed = played, played, phase, games_seed
+        ev.start_clock()
     monkeypatch.setattr(ev, "_launch", launch)
 
 
@@ -300,3 +301,23 @@ def test_a_confirmation_cut_by_a_stop_plays_again_on_resume_and_keeps_its_weight
     assert not (run_dir / CANDIDATE_NAME).exists()
     again.resume_pending()  # nothing left to play again
     assert len(resumed) == 1
+
+
+def test_time_the_run_stood_still_is_not_play_but_a_long_play_is_stopped(evals, monkeypatch):
+    """A run paused (SIGSTOP) for hours with its evaluator is not an evaluation that played for
+    hours: the gap between two looks is left out, and the play still ends at TIMEOUT_S of looks."""
+    ev, save, script, asked, lines, run_dir = evals
+    clock = [1000.0]
+    monkeypatch.setattr(pe.time, "monotonic", lambda: clock[0])
+    script += [_Slow(_res([1.0, 1.0, 1.0]), 10**9)]
+    ev.start(save, 1000)
+    for gap in [10.0] * int((pe.TIMEOUT_S - 200) / 10) + [5 * 3600.0] + [10.0] * 5:  # a pause counts PAUSE_S at most
+        clock[0] += gap
+        ev.poll()
+    assert ev.proc is not None and not any("failed" in line for line in lines), lines
+    assert pe.TIMEOUT_S - 200 < ev.played_s <= pe.TIMEOUT_S - 200 + pe.PAUSE_S + 50
+    for _ in range(20):
+        clock[0] += 10.0
+        ev.poll()
+    assert ev.proc is None and "Evaluation at 1,000 agent steps failed: it played for more than 30 minutes" in lines[-1]
+    assert not (run_dir / CANDIDATE_NAME).exists()

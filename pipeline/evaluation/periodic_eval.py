@@ -42,6 +42,11 @@ from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME, PENDING_
 from ..records.record import append_jsonl, write_json
 
 TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a policy stuck in a game)
+# A gap this long between two looks is time the run stood still (stopped with SIGSTOP or Ctrl-Z
+# with its evaluator, a laptop asleep), not play: counted as play, a paused run's evaluation was
+# stopped on resume and its confirmation lost. The learner looks every fraction of a second, and
+# its longest busy spell (a checkpoint with its replay) is well under a minute.
+PAUSE_S = 60.0
 CONFIRM_SEED_OFFSET = 1_000_003  # a confirmation's games: seeds apart from every screening's
 FLAG_SLACK = 1.0  # a Mario screening with flags this close below the best is confirmed (flags per screening)
 
@@ -144,7 +149,8 @@ class PeriodicEval:
         self.screened: dict = {}   # the screening a confirmation confirms
         self.steps = 0             # agent steps of the weights being evaluated
         self.games_seed = 0        # the seed of the games being played
-        self.started = 0.0
+        self.played_s = 0.0        # seconds the evaluation has played, pauses left out (``PAUSE_S``)
+        self.looked = 0.0          # time.monotonic() at the last look
         self.last_flags: str | None = None  # the last evaluation's flags, each way it played (Mario)
         self.finished = False      # kept weights reached the flag in every game of their confirmation
 
@@ -175,7 +181,19 @@ class PeriodicEval:
             proc.start()
         finally:
             send.close()
-        self.proc, self.conn, self.phase, self.games_seed, self.started = proc, recv, phase, games_seed, time.monotonic()
+        self.proc, self.conn, self.phase, self.games_seed = proc, recv, phase, games_seed
+        self.start_clock()
+
+    def start_clock(self) -> None:
+        """An evaluation starts playing: its play time counts from now."""
+        self.played_s, self.looked = 0.0, time.monotonic()
+
+    def _tick(self) -> float:
+        """The evaluation's play time at this look: each gap since the last look, up to PAUSE_S."""
+        now = time.monotonic()
+        self.played_s += min(max(now - self.looked, 0.0), PAUSE_S)
+        self.looked = now
+        return self.played_s
 
     def poll(self) -> None:
         """Take a finished evaluation's result: log it, append it to evals.jsonl; a screening that
@@ -189,7 +207,7 @@ class PeriodicEval:
                 res = {"error": f"the evaluator exited with code {self.proc.exitcode} without a result"}
         elif not self.proc.is_alive():  # its answer is sent before it exits, so there is none
             res = {"error": f"the evaluator exited with code {self.proc.exitcode} without a result"}
-        elif time.monotonic() - self.started > TIMEOUT_S:
+        elif self._tick() > TIMEOUT_S:
             res = {"error": f"it played for more than {TIMEOUT_S // 60} minutes and was stopped"}
         else:
             return
