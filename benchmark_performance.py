@@ -29,17 +29,10 @@ import os
 import sys
 import time
 
-import torch
-
-from bench.autotune import autotune
-from bench.common import machine
-from bench.components import (bench_acting, bench_collector_overhead, bench_learner, bench_replay, bench_vector_envs,
-                              print_components)
-from bench.ladder import LADDER, LADDER_BASE, bench_ladder, bench_run, plot_ladder, print_ladder
-from bench.learner_grid import bench_learner_grid, bench_learner_in_pipeline, print_learner_grid
-from bench.profile import profile_run
-from bench.ring_vs_queue import bench_queue
-from bench.time_to_score import QUICK_SCORE, plot_time_to_score, print_time_to_score, time_to_score
+# Nothing heavy at module level: a spawned child (the ladder's rows, the queue's producers, the
+# collector-overhead collector) runs this file again as ``__mp_main__`` before its own target, so
+# an import here is paid in every child: torch alone is ~3 s of CPU each on a 2-core AMD EPYC
+# family 23 model 1, where a ring producer needs only numpy. Each function imports what it uses.
 
 
 def _timed(label: str, fn, *args, **kwargs):
@@ -52,6 +45,16 @@ def _timed(label: str, fn, *args, **kwargs):
 
 
 def main(argv=None) -> int:
+    import torch
+
+    from bench.autotune import autotune
+    from bench.common import machine
+    from bench.components import (bench_acting, bench_collector_overhead, bench_learner, bench_replay,
+                                  bench_vector_envs, print_components)
+    from bench.ladder import LADDER, LADDER_BASE, bench_ladder, bench_run, plot_ladder, print_ladder
+    from bench.learner_grid import bench_learner_grid, bench_learner_in_pipeline, print_learner_grid
+    from bench.profile import profile_run
+    from bench.ring_vs_queue import bench_queue
     from pipeline.learner import flush_denormals
 
     flush_denormals()  # as a training run does, before this process's first parallel torch work
@@ -271,6 +274,7 @@ def main(argv=None) -> int:
 
 
 def main_time_to_score(args, train_args: list[str], ap) -> int:
+    from bench.time_to_score import QUICK_SCORE, plot_time_to_score, print_time_to_score, time_to_score
     from config_optimized import ConfigError
 
     if args.quick:
@@ -404,6 +408,8 @@ def show_report(suite_dir, markdown: str, args) -> None:
 
 def report_winner(res: dict, recipes: dict[str, list[str]], json_path: str | None) -> int:
     """A finished search's last lines (and its JSON, with the machine, where asked)."""
+    from bench.common import machine
+
     print(f"\n[HALVING] winner: {res['winner']} {' '.join(recipes[res['winner']])}")
     if json_path:
         with open(json_path, "w") as f:
@@ -450,7 +456,7 @@ def main_suite_halving(args, train_args: list[str], ap) -> int:
 def main_halving(args, train_args: list[str], ap) -> int:
     """--time-to-score --halving: every setting checked before the first run starts."""
     from bench.halving import halving, read_recipes, rung_minutes
-    from bench.time_to_score import default_target, training_config
+    from bench.time_to_score import QUICK_SCORE, default_target, training_config
     from config_optimized import ConfigError
     from pipeline.records.episodes import SCORE_WINDOW
 
