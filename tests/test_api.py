@@ -42,7 +42,8 @@ def test_train_returns_the_run_from_python(tmp_path):
         "import json\n"
         "from mario_rl_optimized import train\n"
         f"r = train(env='tests.catch_env:Catch-v0', run_dir={str(tmp_path / 'run')!r}, total_steps=2000,\n"
-        "          learning_starts=500, buffer_size=20000, envs_per_collector=4, epoch_steps=1000, lr=1e-3)\n"
+        "          learning_starts=500, buffer_size=20000, envs_per_collector=4, epoch_steps=1000, lr=1e-3,\n"
+        "          replay_ratio=1)\n"  # the run it returns, not what it learned: an eighth of the preset's updates
         "print('RESULT', json.dumps({'run_dir': str(r.run_dir), 'checkpoint': str(r.checkpoint),\n"
         "      'steps': r.metrics['agent_steps'], 'stop': r.stop_reason, 'code': r.exit_code}))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_for(mark), capture_output=True, text=True,

@@ -118,7 +118,8 @@ def evaluated_run(tmp_path_factory):
     for both saves CI half a minute."""
     run_dir, mark = tmp_path_factory.mktemp("evaluated") / "run", uuid.uuid4().hex
     args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "5", "--eval-interval", "1000",
-            "--eval-episodes", "3", "--eval-epsilon", "0.05"]
+            "--eval-episodes", "3", "--eval-epsilon", "0.05",
+            "--replay-ratio", "1"]  # the record and the evaluations, not the learning: a quarter of the updates
     proc, out = run(args, mark, timeout=300)
     assert proc.returncode == 0, out[-3000:]
     check_clean(proc, mark)
@@ -151,7 +152,7 @@ def test_run_record_best_model_and_no_silent_overwrite(evaluated_run, tmp_path):
     assert proc.returncode == 2 and "already holds a run" in out and "--overwrite" in out
     assert (run_dir / "metrics.jsonl").read_text() == before
     # --overwrite: a new run in that folder, the old run's files gone first
-    proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "1200", "--overwrite"], mark)
+    proc, out = run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "1200", "--overwrite", "--replay-ratio", "1"], mark)
     assert proc.returncode == 0, out[-3000:]
     rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert rows[0]["epoch"] == 1 and rows[-1]["agent_steps"] < 3000
