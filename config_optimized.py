@@ -148,7 +148,8 @@ class LearnerConfig:
     target_update_interval: int = doc("optimizer steps between target-network syncs", 500)
     double_dqn: bool = doc("Double DQN targets", True)
     bootstrap_epsilon: float = doc("the targets bootstrap from the epsilon-greedy policy at this epsilon instead of "
-                                   "the greedy one (expected SARSA, one action drawn per target): the values of the "
+                                   "the greedy one (expected SARSA; exact for DQN, one action drawn per target for the "
+                                   "distributional rules): the values of the "
                                    "policy as it plays at that epsilon, which steer clear of where one random action "
                                    "is fatal (Sutton and Barto's cliff walk); 0 = Q-learning's greedy bootstrap", 0.0)
     weight_average: float = doc("Polyak averaging (Nikishin et al. 2018): evaluations, the kept weights and --eval play "

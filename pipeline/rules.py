@@ -20,8 +20,11 @@ the whole update stays one capturable graph. Each rule, read against its paper:
   valued softly, sum_a' pi(a'|s') (Z(s', a') - tau log pi(a'|s')), which replaces the argmax
   (so Double DQN and the bootstrap epsilon do not apply). Over n steps the bonus is the first
   step's, as the authors' Dopamine agent adds it to the n-step sum.
-- **The epsilon-greedy bootstrap** (``bootstrap_epsilon``): a' is the greedy action, or with
-  probability epsilon a uniform one, one draw per target (expected SARSA by sampling).
+- **The epsilon-greedy bootstrap** (``bootstrap_epsilon``, expected SARSA: van Seijen et al.
+  2009; Sutton and Barto 2018, eq. 6.9): s' is valued by the epsilon-greedy policy. With one value
+  per action (DQN) exactly, (1 - epsilon) Q(s', a*) + epsilon mean_a Q(s', a); a distributional
+  target's mixture has no closed-form quantiles, so there a' is the greedy action, or with
+  probability epsilon a uniform one, one draw per target (the same expectation, sampled).
 """
 from __future__ import annotations
 
@@ -138,6 +141,12 @@ def targets(rule: Rule, b: dict, next_target: torch.Tensor, next_select: torch.T
         bonus, soft_next = munchausen_parts(rule, b["action"], target_s, next_target)
         return ret + bonus.unsqueeze(1) + discount * soft_next
     select = next_select if next_select is not None else next_target
+    if rule.bootstrap_epsilon > 0 and next_target.shape[2] == 1 and not rule.iqn_taus:
+        # the exact expectation: a sampled draw puts all of a random action's cost on 5% of the
+        # targets (at epsilon 0.05), the noisiest where it matters, at a pit's edge
+        eps = rule.bootstrap_epsilon
+        greedy = pick(next_target, select.mean(2).argmax(1))
+        return ret + discount * ((1 - eps) * greedy + eps * next_target.mean(1))
     a_star = next_action(select.mean(2), rule.bootstrap_epsilon)
     return ret + discount * pick(next_target, a_star)
 

@@ -121,11 +121,26 @@ def test_compiled_loss_trains_as_the_eager_one(bn_targets):
         assert (diff > 1e-5).float().mean() < 1e-4 and diff.max() < 2e-3, (i, diff.max())
 
 
-@pytest.mark.parametrize("quantiles", [0, 5])
-def test_the_bootstrap_epsilon_draws_the_epsilon_greedy_policys_next_action(quantiles):
-    """At --bootstrap-epsilon 0.5 about half the targets (5/12 with 6 actions: a random draw can
-    be the greedy action) bootstrap from another action than the greedy one, each exactly from
-    one action's value; at 0 every target is the greedy one."""
+def test_the_bootstrap_epsilon_values_s_by_the_epsilon_greedy_policy_exactly_with_one_value_per_action():
+    """DQN at --bootstrap-epsilon 0.5: every target is R + d (0.5 Q(s', a*) + 0.5 mean_a Q(s', a)),
+    a* the greedy action (Double DQN's, chosen on the online network); no draw."""
+    greedy_lrn, eps_lrn = (_learner(bootstrap_epsilon=e) for e in (0.0, 0.5))
+    b = greedy_lrn.to_device(_batch(64))
+    greedy = greedy_lrn.td_targets(b)
+    got = eps_lrn.td_targets(b)
+    with torch.no_grad():
+        every = eps_lrn.target.atoms(b["next_obs"]).float()[:, :, 0]  # [B, A]
+    mean = b["return"] + b["discount"] * every.mean(1)
+    assert torch.allclose(got[:, 0], 0.5 * greedy[:, 0] + 0.5 * mean, atol=1e-5)
+    assert not torch.allclose(got, greedy, atol=1e-3)  # the random half moved every target
+    assert torch.equal(eps_lrn.td_targets(b), got)  # exact: the same batch, the same targets
+
+
+def test_the_bootstrap_epsilon_draws_the_epsilon_greedy_policys_next_action_for_quantiles():
+    """QR-DQN at --bootstrap-epsilon 0.5: about half the targets (5/12 with 6 actions: a random
+    draw can be the greedy action) bootstrap from another action than the greedy one, each exactly
+    from one action's quantiles; at 0 every target is the greedy one."""
+    quantiles = 5
     greedy_lrn, eps_lrn = (_learner(quantiles=quantiles, bootstrap_epsilon=e) for e in (0.0, 0.5))
     b = greedy_lrn.to_device(_batch(512))
     greedy = greedy_lrn.td_targets(b)

@@ -173,7 +173,7 @@ class _HostSyncs(TorchDispatchMode):
 
 
 @pytest.mark.parametrize("kw", [dict(iqn_taus=4), dict(munchausen=True), dict(munchausen=True, quantiles=5),
-                                dict(quantiles=5, bootstrap_epsilon=0.1), dict()])
+                                dict(quantiles=5, bootstrap_epsilon=0.1), dict(bootstrap_epsilon=0.1), dict()])
 def test_the_rules_loss_and_backward_read_nothing_back_to_the_host(kw, monkeypatch):
     lrn = _learner(**kw)
     b = lrn.to_device(_batch(8))
