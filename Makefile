@@ -3,10 +3,10 @@
 #   make test    - create .venv, install, run every test (the slow, faults and ray marks included)
 PYTHON ?= python3.13
 VENV := .venv
-# Two pytest workers, a test file to each at a time: most tests start a training run that spends
-# about half its time waiting (process start-up, imports, polling), so two at once fill two
-# cores (tests/conftest.py).
-TEST_WORKERS ?= 2
+# Three pytest workers, a test file to each at a time: most tests start a training run that spends
+# much of its time waiting (process start-up, imports, polling), so two workers left the two
+# cores ~20% idle and a third fills them (tests/conftest.py; docs/notebook.md, "Three test workers").
+TEST_WORKERS ?= 3
 STAMP := $(VENV)/.installed
 
 .PHONY: train test install clean

@@ -33,17 +33,19 @@ def pytest_configure(config):
 
 # Files in the order the workers take them: the longest first (by their minutes on a quiet 2-core
 # AMD EPYC family 23 model 1, two workers), so the run does not end with one worker on a long file while
-# the other has nothing left. test_learning reads the catch run test_benchmark starts, and stays
-# later so it finds the run done instead of waiting on it.
+# the others have nothing left. test_learning reads the catch run test_benchmark starts, and goes
+# last (LAST) so it finds the run done: taken early by a third worker, it waited 103 s on it.
 LONGEST_FIRST = ["test_benchmark", "test_ray", "test_suite", "test_faults", "test_envs", "test_halving", "test_e2e",
                  "test_run_record", "test_api", "test_suite_mario", "test_tracking", "test_rules", "test_thread_share",
                  "test_lr_schedule"]
+LAST = ["test_learning"]
 
 
 def pytest_collection_modifyitems(config, items):
     if hasattr(config, "workerinput"):  # every worker sorts its collection the same way, as xdist requires
         rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))
+        last = {name: len(rank) + 1 + i for i, name in enumerate(LAST)}
+        items.sort(key=lambda item: last.get(item.path.stem, rank.get(item.path.stem, len(rank))))
 
 
 def _lock_files(config):
