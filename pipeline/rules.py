@@ -64,10 +64,13 @@ class Rule:
 
     @property
     def label(self) -> str:
-        """The rule as a run's first line names it: "QR-DQN (51 quantiles)", "IQN (8 fractions)"."""
-        count = (f" ({self.iqn_taus} fractions)" if self.iqn_taus else
-                 f" ({self.quantiles} quantiles)" if self.quantiles else "")
-        return self.name + count
+        """The rule as a run's first line names it: "QR-DQN (51 quantiles)", "IQN (8 fractions)",
+        "Double DQN (s' valued at epsilon 0.05)"."""
+        parts = ([f"{self.iqn_taus} fractions"] if self.iqn_taus else [f"{self.quantiles} quantiles"] if self.quantiles
+                 else [])
+        if self.bootstrap_epsilon > 0 and not self.munchausen:
+            parts.append(f"s' valued at epsilon {self.bootstrap_epsilon:g}")
+        return self.name + (f" ({', '.join(parts)})" if parts else "")
 
     @property
     def selects_on_online(self) -> bool:

@@ -196,6 +196,11 @@ def test_the_rule_names_and_settings_are_refused_with_the_fix():
     assert Rule.of(Config.of(quantiles=51, munchausen=True).learner).name == "Munchausen-QR-DQN"
     assert Rule.of(Config.of(munchausen=True).learner).name == "Munchausen-DQN"
     assert Rule.of(Config.of(double_dqn=False).learner).name == "DQN"
+    # the run's first line names the rule with what changes its targets
+    assert Rule.of(Config.of(quantiles=51).learner).label == "QR-DQN (51 quantiles)"
+    assert Rule.of(Config.of(quantiles=0, bootstrap_epsilon=0.05).learner).label == "Double DQN (s' valued at epsilon 0.05)"
+    assert Rule.of(Config.of(quantiles=5, bootstrap_epsilon=0.1).learner).label == \
+        "QR-DQN (5 quantiles, s' valued at epsilon 0.1)"
     hw = Hardware(2, 24 << 30, 20 << 30, "test cpu", True, False, None, 0, False)
     for kw, words in [(dict(quantiles=51, iqn_taus=8), "add --quantiles 0"),
                       (dict(munchausen=True, bootstrap_epsilon=0.05), "does not apply with --munchausen"),
