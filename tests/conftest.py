@@ -31,7 +31,8 @@ def pytest_configure(config):
                                        "else runs on the machine); other workers wait")
 
 
-# Files in the order the workers take them: the longest first (by their minutes on a quiet 2-core
+# Files in the order the workers take them (with --no-loadscope-reorder, as make test runs: by
+# default xdist hands out the files with the most tests first): the longest first (by their minutes on a quiet 2-core
 # AMD EPYC family 23 model 1, two workers), so the run does not end with one worker on a long file while
 # the others have nothing left. test_learning reads the catch run test_benchmark starts, and goes
 # last (LAST) so it finds the run done: taken early by a third worker, it waited 103 s on it.
