@@ -31,11 +31,12 @@ def pytest_configure(config):
                                        "else runs on the machine); other workers wait")
 
 
-# Files in the order the workers take them (with --no-loadscope-reorder, as make test runs: by
-# default xdist hands out the files with the most tests first): the longest first (by their minutes on a quiet 2-core
-# AMD EPYC family 23 model 1, two workers), so the run does not end with one worker on a long file while
-# the others have nothing left. test_learning reads the catch run test_benchmark starts, and goes
-# last (LAST) so it finds the run done: taken early by a third worker, it waited 103 s on it.
+# The order of the files among those with as many tests: xdist hands out the files with the most
+# tests first, and that measured faster than this order given whole (--no-loadscope-reorder: the
+# heavy files ran at once, 20m51s against 19m03s-19m39s with the install on a 2-core AMD EPYC
+# family 23 model 1, three workers; docs/notebook.md, "Three test workers"). The longest first (by
+# their minutes on that CPU model, two workers); test_learning, which reads the catch run
+# test_benchmark starts, after them.
 LONGEST_FIRST = ["test_benchmark", "test_ray", "test_suite", "test_faults", "test_envs", "test_halving", "test_e2e",
                  "test_run_record", "test_api", "test_suite_mario", "test_tracking", "test_rules", "test_thread_share",
                  "test_lr_schedule"]
