@@ -19,10 +19,10 @@ import uuid  # noqa: E402
 import pytest  # noqa: E402
 
 
-# `make test` runs the suite on two pytest-xdist workers, a file to a worker (--dist loadfile, so a
+# `make test` runs the suite on three pytest-xdist workers, a file to a worker (--dist loadfile, so a
 # module's fixture runs once: the Ray cluster, the run record's evaluated run): most items start a
-# training run that waits on process start-up, imports and polling about half its time, so two at
-# once fill the two cores. (loadgroup would place single tests, but with pytest 9.2 xdist 3.8.0's
+# training run that waits on process start-up, imports and polling much of its time, so two
+# workers left the two cores ~20% idle and a third fills them. (loadgroup would place single tests, but with pytest 9.2 xdist 3.8.0's
 # groups are ignored: pytest-dev/pytest-xdist#1386.)
 
 
@@ -91,7 +91,7 @@ def pytest_sessionfinish(session, exitstatus):
     for lock in getattr(session.config, "_dqn_locks", ()):
         lock.close()
         try:
-            os.unlink(lock.name)  # the other worker may have removed it already, or hold it open: harmless
+            os.unlink(lock.name)  # another worker may have removed it already, or hold it open: harmless
         except OSError:
             pass
 
