@@ -35,8 +35,10 @@ def _collector_loop(ring_name, seconds, out_q):
         if pusher is not None:
             pusher.push(frames, fields, live)
         return live
+    # the first window warms up and is dropped: at least one more is measured however long the
+    # first took (on a loaded machine it can outlast ``seconds``, which left none to report)
     rates, t_end = [], time.perf_counter() + seconds
-    while time.perf_counter() < t_end:
+    while len(rates) < 2 or time.perf_counter() < t_end:
         rates.append(rate(step, 1.0))
     env.close()
     if ring is not None:

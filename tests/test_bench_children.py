@@ -34,3 +34,22 @@ def test_a_child_that_reports_and_exits_is_read():
     flushed before it goes."""
     assert run_in_child(_reports, ({"rate": 8},), "the row's") == {"rate": 8}
     assert run_in_child(_dies, (), "the row's") == {"error": "the row's process exited with code 3 before reporting"}
+
+
+def test_the_collector_overhead_child_reports_a_window_when_the_first_outlasts_its_time():
+    """Its first one-second window warms up and is dropped; on a loaded machine that window alone
+    outlasted the --quick 2 s and the child had no window left to report (StatisticsError, exit 1).
+    Here no time at all (seconds=0): it still measures one window after the warm-up."""
+    import queue
+
+    import torch
+
+    from bench.components import _collector_loop
+
+    threads = torch.get_num_threads()  # the loop sets a collector's one thread
+    q = queue.Queue()
+    try:
+        _collector_loop(None, 0.0, q)
+    finally:
+        torch.set_num_threads(threads)
+    assert q.get_nowait() > 0
