@@ -15,8 +15,9 @@ action set, so each figure is what the layer above it could reach at most:
 5. ``rollout``: ``Rollout.step`` as a collector runs it: batched epsilon-greedy acting with the
    BatchNorm DQN (in bf16 where the profile acts in bf16), the env step and the records; its act
    / env shares come from its own timers. It runs twice: at epsilon 1, so it plays the uniform
-   random actions of the rows above and differs from them only by its code (the network's
-   forward pass still runs every step); and as a seeded untrained network at epsilon 0.1, whose
+   random actions of the rows above and differs from them only by its code (with no forward
+   pass: a step where every env acts at random skips it, as a run's first fill of the replay
+   does); and as a seeded untrained network at epsilon 0.1 (a forward pass every step), whose
    play dies more often. A death, a reset and its no-op start are emulated frames that no agent
    step counts, so how a policy plays moves agent steps/s at the same code.
 
@@ -193,7 +194,7 @@ def print_emulator(e: dict) -> None:
                        ("wrapped env (actions, gray 84x84, skip+max, stats)", "wrapped_env_frames_per_s"),
                        (f"BatchedEnv x{e['num_envs']}, Python envs (SyncVectorEnv)", "batched_python_env_frames_per_s"),
                        (f"BatchedEnv x{e['num_envs']}, native vector (MarioVectorEnv)", "batched_env_frames_per_s"),
-                       ("Rollout.step (acting + env + records), random actions", "rollout_frames_per_s"),
+                       ("Rollout.step (env + records; no forward pass), random actions", "rollout_frames_per_s"),
                        ("Rollout.step, a seeded untrained network at epsilon 0.1", "policy_rollout_frames_per_s")):
         print(f"| {label} | {e[key]:,.0f} | {100 * e[key] / emu:.0f}% |")
     for what, pre in (("random actions", ""), ("the network at epsilon 0.1", "policy_")):

@@ -27,9 +27,10 @@ LADDER_BASE = dict(env="ALE/Pong-v5", model_arch="nature", amp=False, compile=Fa
 BENCH_RUN = dict(learning_starts=2_000, buffer_size=50_000, total_steps=10**12, checkpoint_interval=10**9,
                  tensorboard=False, consolidation_log_interval=1e9, epoch_steps=10**9, seed=1)
 # --quick rows and autotune trials start learning at 500 agent steps: filling the replay to 2,000
-# first is acting alone, which no row measures (row 1, one env and a forward pass a step, took
-# 18 s on a 2-core AMD EPYC family 23 model 1 to measure 2); the updates measured after it sample
-# a smaller replay, at the same cost per update.
+# first is acting alone, which no row measures (row 1, one env and then a forward pass a step, took
+# 18 s on a 2-core AMD EPYC family 23 model 1 to measure 2; it now skips the forward pass for a
+# random action, as CleanRL's loop does); the updates measured after it sample a smaller replay,
+# at the same cost per update.
 QUICK_LEARNING_STARTS = 500
 
 

@@ -53,9 +53,11 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
 
         def play(eps):
             nonlocal obs
-            with torch.no_grad():
-                greedy = int(learner.model(torch.from_numpy(obs)[None]).argmax(1))
-            action = int(rng.integers(n_actions)) if rng.random() < eps else greedy
+            if rng.random() < eps:  # the forward pass only for a greedy action, as in CleanRL's loop
+                action = int(rng.integers(n_actions))
+            else:
+                with torch.no_grad():
+                    action = int(learner.model(torch.from_numpy(obs)[None]).argmax(1))
             nxt, r, term, trunc, _ = env.step(action)
             memory.append((obs, action, r, nxt, term))
             obs = nxt if not (term or trunc) else env.reset()[0]

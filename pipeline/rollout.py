@@ -74,18 +74,25 @@ class Rollout:
         frames and fields are copies the caller may keep."""
         M = self.num_envs
         t0 = time.perf_counter_ns()
-        with torch.inference_mode():
-            obs = torch.from_numpy(self.stack)
-            if self.on_host:
-                if self.act_bf16:
-                    obs = obs.contiguous(memory_format=torch.channels_last)  # oneDNN's bf16 convs run fastest on NHWC
-                greedy = self.policy(obs).argmax(1).numpy()
-            else:  # the frames over, the actions back: the one wait is the .cpu()
-                with torch.autocast(self.device.type, torch.bfloat16, enabled=self.act_bf16):
-                    q = self.policy(obs.to(self.device))
-                greedy = q.argmax(1).cpu().numpy()
         explore = self.rng.random(M) < eps
-        actions = np.where(explore, self.rng.integers(0, self.env.n_actions, M), greedy)
+        random_actions = self.rng.integers(0, self.env.n_actions, M)
+        if explore.all():
+            # every env plays a random action (the replay's first fill at epsilon 1): no forward
+            # pass, as CleanRL's loop skips it. The draws are the same either way, so a seed
+            # plays the same actions as before.
+            actions = random_actions
+        else:
+            with torch.inference_mode():
+                obs = torch.from_numpy(self.stack)
+                if self.on_host:
+                    if self.act_bf16:
+                        obs = obs.contiguous(memory_format=torch.channels_last)  # oneDNN's bf16 convs run fastest on NHWC
+                    greedy = self.policy(obs).argmax(1).numpy()
+                else:  # the frames over, the actions back: the one wait is the .cpu()
+                    with torch.autocast(self.device.type, torch.bfloat16, enabled=self.act_bf16):
+                        q = self.policy(obs.to(self.device))
+                    greedy = q.argmax(1).cpu().numpy()
+            actions = np.where(explore, random_actions, greedy)
         t1 = time.perf_counter_ns()
         st = self.env.step(actions)
         t2 = time.perf_counter_ns()

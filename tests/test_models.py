@@ -186,13 +186,6 @@ def test_weights_roundtrip_includes_batchnorm_running_stats():
     assert torch.equal(src(_obs()), dst(_obs()))
 
 
-@pytest.mark.slow
-def test_torch_compile_matches_eager():
-    m = BatchNormDQN(4, 6).eval()
-    x = _obs()
-    assert torch.allclose(torch.compile(m)(x), m(x), atol=1e-4)
-
-
 def test_impala_networks_cost_what_their_docs_say_and_start_as_shallow_stacks():
     """Multiply-adds per frame stack against the Nature stack (the trade on a CPU learner), and
     each residual block the identity at its start (its last BatchNorm scale is zero)."""
