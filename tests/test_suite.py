@@ -161,13 +161,19 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     run cleanly and the suite after it (exit 130, the report still written); the same command
     resumes that game from its checkpoint and plays the second; a third time trains nothing."""
     opts = SUITE_OPTS
-    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", "1500",
+    # 2,000 agent steps a game, past learning's start (500) plus the head start the collectors may
+    # play before the learner's updates pay for it (ReplayRatio.slack, 1,000): at 1,500 a slow
+    # first update let the first game play all its steps before the signal reached it, and the
+    # suite read it as done (a fast collector does: one no longer acts with a forward pass at
+    # epsilon 1)
+    steps = 2000
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", str(steps),
            "--runs-dir", str(tmp_path), *opts]
     before = set(Path("/dev/shm").glob("dqnrl_*"))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env_for(mark), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     lines: list[str] = []
-    # SIGTERM as the first game starts learning (~500 of its 1,500 agent steps)
+    # SIGTERM as the first game starts learning (~500 of its 2,000 agent steps)
     assert read_until(proc, "[MAIN] Learning starts", lines), "".join(lines)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
@@ -178,15 +184,15 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     first = suite_dir / "seed1" / "Catch"
     assert not (suite_dir / "seed1" / "CountingCatch").exists()
     assert (suite_dir / "suite_report.md").exists()
-    state, counters = R.game_state(first, 1500, None)
-    assert state == "resume" and 0 < counters["agent_steps"] < 1500
+    state, counters = R.game_state(first, steps, None)
+    assert state == "resume" and 0 < counters["agent_steps"] < steps
 
     out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300).stdout
     assert f"resumed at {counters['agent_steps']:,} agent steps" in out
     assert "tests.catch_env:CountingCatch-v0 seed 1: started" in out
     for name in ("Catch", "CountingCatch"):
-        assert R.game_state(suite_dir / "seed1" / name, 1500, None)[0] == "done"
-        assert json.loads((suite_dir / "seed1" / name / R.GAME_FILE).read_text())["counters"]["agent_steps"] >= 1500
+        assert R.game_state(suite_dir / "seed1" / name, steps, None)[0] == "done"
+        assert json.loads((suite_dir / "seed1" / name / R.GAME_FILE).read_text())["counters"]["agent_steps"] >= steps
     rep = json.loads((suite_dir / "suite_report.json").read_text())
     assert all(g["windows"][0]["games"] > 0 for g in rep["games"].values())
 
