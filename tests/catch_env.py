@@ -4,7 +4,7 @@ pipeline a real game does, and small enough that a DQN learns it in a minute on 
 
 Importing this module registers ``Catch-v0`` (used as ``--env tests.catch_env:Catch-v0``) and
 ``CatchCrash-v0`` (raises inside ``step`` after 400 steps) and ``CatchNaN-v0`` (rewards turn
-NaN after 200 steps), for fault tests, ``WideCatch-v0`` (100 actions, 97 of them "stay"; more
+NaN after 400 steps of an env), for fault tests, ``WideCatch-v0`` (100 actions, 97 of them "stay"; more
 than ``--mark-action``'s strip has columns), ``FlagCatch-v0`` (a distance and a flag, as Mario
 reports them), and ``CountingCatch-v0``, whose frames carry the env
 instance's id and the number of its observation (``stamp``), so a test can read from the replay
@@ -98,6 +98,10 @@ def stamp(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 gym.register("Catch-v0", entry_point=Catch)
 gym.register("CountingCatch-v0", entry_point=CountingCatch)
 gym.register("CatchCrash-v0", entry_point=Catch, kwargs={"crash_after": 400})
-gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 200})
+# 400 steps of each env: more than a collector of 4 envs can play before the first update (the
+# learning start and the ratio's slack, 500 + 1,000 agent steps under tests.proc_utils.CATCH),
+# so the replay holds no NaN until a good update has been trained and checkpointed. At 200, one
+# collector given most of the warm-up's headroom crossed it first and every update was NaN.
+gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 400})
 gym.register("FlagCatch-v0", entry_point=FlagCatch)
 gym.register("WideCatch-v0", entry_point=Catch, kwargs={"n_actions": 100})  # more actions than the mark's strip has columns
