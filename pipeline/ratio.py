@@ -15,7 +15,7 @@ from dataclasses import dataclass
 class ReplayRatio:
     ratio: float          # samples trained per agent step
     batch: int            # samples per optimizer step (micro-batch x accumulation)
-    start: int            # agent steps (of the whole run) at which learning starts
+    start: float          # agent steps (of the whole run) from which the ratio counts: where learning starts
     streams: int          # envs over all collectors: one collector step plays this many
 
     @property

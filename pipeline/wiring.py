@@ -102,7 +102,10 @@ class Pipeline:
                              len(shm.live_runs()))
 
     def save_checkpoint(self, name: str = CHECKPOINT_NAME, best: dict | None = None) -> Path:
-        return self.books.save_checkpoint(self.agent_steps(), self.collectors.launches, self.evals.best, name, best)
+        steps = self.agent_steps()
+        # the collectors' head start: a resume trains these updates first (the ratio's start)
+        owed = self.ratio.owed_updates(steps, self.books.samples_trained - self.books.start.samples_trained)
+        return self.books.save_checkpoint(steps, self.collectors.launches, self.evals.best, name, best, owed)
 
     def save_replay(self) -> None:
         save_replay(Path(self.cfg.run.run_dir), self.cfg, self.replay, self.agent_steps(), self.books.log)
@@ -209,7 +212,11 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         undo.callback(control.request_stop)
         consolidator = Consolidator(rings, replay, rep.consolidation_batch, log, run.consolidation_log_interval, remote)
         prefetcher = Prefetcher(replay, learner, lrn.batch_size, rep.prefetch_batches)
-        ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, start.agent_steps + refill, col.env_streams)
+        # a resumed run's ratio starts where its updates owed are still owed: the learner trains
+        # them first, so a stop and a resume train as many samples per agent step as no stop
+        owed_steps = start.owed_updates * lrn.effective_batch / lrn.replay_ratio
+        ratio = ReplayRatio(lrn.replay_ratio, lrn.effective_batch, start.agent_steps + refill - owed_steps,
+                            col.env_streams)
         undo.pop_all()  # every part is made: from here the trainer's stop_workers and release end them
     log(f"[MAIN] {cfg.env}: {n_actions} actions, device {device}, profile {cfg.profile}, "
         f"{col.num_collectors} collector(s) x {col.envs_per_collector} envs on {col.env_threads} thread(s) "

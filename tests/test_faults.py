@@ -206,6 +206,35 @@ def test_persistent_nan_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
     check_clean(proc, mark)
 
 
+def test_updates_owed_at_a_signal_are_trained_by_the_resume(tmp_path):
+    """The collectors run up to ReplayRatio.slack agent steps ahead of the learner, so a run
+    stopped by a signal has played steps whose updates it has not trained. Its checkpoint keeps
+    them, and a resume trains them first: even one already at its --total-steps, which trains
+    exactly those (the collectors held), stops at total_steps, and owes nothing after."""
+    run_dir, mark, lines = tmp_path / "run", uuid.uuid4().hex, []
+    # replay ratio 8: 4 agent steps pay for an update; collectors at epsilon ~1 play far faster
+    # than a learner trains, so they hold the whole head start when the signal lands
+    args = [*CATCH, "--replay-ratio", "8", "--run-dir", str(run_dir)]
+    proc = start([*args, "--total-steps", "1000000000"], mark)
+    assert read_until(proc, "[MAIN] Epoch", lines), "".join(lines)[-3000:]
+    out = _stop(proc, lines)
+    assert proc.returncode == 0, out[-3000:]
+    c = ckpt.load(run_dir / "checkpoint.pt")["counters"]
+    steps, trained, owed = c["agent_steps"], c["samples_trained"], c["owed_updates"]
+    assert owed == ((steps - 500) * 8 - trained) // 32, c  # the ratio counts from --learning-starts 500
+    assert owed > 0, f"the learner had trained every update its {steps:,} agent steps paid for: {c}"
+
+    proc, out = run([*args, "--resume", "--total-steps", str(steps)], mark)
+    assert proc.returncode == 0, out[-3000:]
+    assert f"paid for {owed:,} updates the learner had not trained" in out
+    assert f"Stopped (total_steps) at {steps:,} agent steps" in out, out[-3000:]
+    c = ckpt.load(run_dir / "checkpoint.pt")["counters"]
+    assert (c["agent_steps"], c["samples_trained"], c["owed_updates"]) == (steps, trained + 32 * owed, 0)
+    proc, out = run([*args, "--resume", "--total-steps", str(steps)], mark)  # nothing owed: nothing to train
+    assert proc.returncode == 2 and f"which --total-steps {steps:,} already reaches" in out, out[-3000:]
+    check_clean(proc, mark)
+
+
 def _limit_file_size(limit):
     def pre():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead

@@ -12,7 +12,7 @@ from pipeline.records import checkpoint as ckpt
 from pipeline.learner import Learner
 from pipeline.replay import Replay, snapshot
 from pipeline.records.files import REPLAY_NAME
-from pipeline.records.resume import check_resume, resume
+from pipeline.records.resume import check_resume, owed_updates, resume
 from presets import family_of, load_preset
 from tests.test_replay_snapshot import catch_replay
 
@@ -38,10 +38,12 @@ def _batch(n: int, seed: int = 0) -> dict:
             "discount": np.full(n, 0.97, np.float32), "weights": None}
 
 
-def _save_run(run_dir, cfg: Config, learner: Learner, agent_steps: int, replay: Replay | None = None) -> None:
+def _save_run(run_dir, cfg: Config, learner: Learner, agent_steps: int, replay: Replay | None = None,
+              owed_updates: int = 0) -> None:
     """A run folder as a clean stop leaves it: the checkpoint, and the replay saved with it."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    counters = {"agent_steps": agent_steps, "episodes": 0, "samples_trained": 0, "epoch": 0, "wall_s": 1.0}
+    counters = {"agent_steps": agent_steps, "episodes": 0, "samples_trained": 0, "epoch": 0, "wall_s": 1.0,
+                "owed_updates": owed_updates}
     rng = (replay or Replay.of(400, 1, 4)).sampler.rng.bit_generator.state
     ckpt.save(run_dir / ckpt.CHECKPOINT_NAME, ckpt.training_state(cfg, N_ACTIONS, learner.state_dict(), counters, rng))
     if replay is not None:
@@ -157,6 +159,27 @@ def test_a_resume_past_its_step_or_time_limit_is_refused_naming_the_flag(tmp_pat
     check_resume(cfg.replace(total_steps=2000, time_limit=0.02))
 
 
+def test_a_resume_at_its_step_limit_with_updates_owed_is_taken_only_with_the_replay_to_train_them(tmp_path):
+    """A run stopped at its --total-steps by a signal still owes the updates its collectors' head
+    start paid for: the resume that trains them is taken where the replay saved with that
+    checkpoint is there; without it (off, missing, saved at other steps) nothing can train them
+    on the same data, and the resume is refused as before."""
+    run_dir = tmp_path / "run"
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, buffer_size=400,
+                    envs_per_collector=4, num_collectors=1, total_steps=240)
+    _save_run(run_dir, cfg, _learner(cfg), agent_steps=240, replay=catch_replay(steps=60, capacity=400),
+              owed_updates=5)
+    check_resume(cfg)
+    assert owed_updates(run_dir, {"agent_steps": 240, "owed_updates": 5}) == 5
+    assert owed_updates(run_dir, {"agent_steps": 239, "owed_updates": 5}) == 0  # the replay is another stop's
+    refused = r"at 240 agent steps, which --total-steps 240 already reaches"
+    with pytest.raises(ckpt.CheckpointError, match=refused):
+        check_resume(cfg.replace(save_replay=False))
+    (run_dir / REPLAY_NAME).unlink()
+    with pytest.raises(ckpt.CheckpointError, match=refused):
+        check_resume(cfg)
+
+
 def test_a_run_folder_of_an_earlier_version_reads_under_todays_key_names(tmp_path):
     """Files written when agent steps were keyed ``env_steps`` (checkpoint counters, the kept
     weights' score, replay meta, metrics and games): resumed and read as today's files."""
@@ -245,13 +268,13 @@ def test_counters_are_read_back_as_written_and_old_checkpoints_fill_the_gaps():
     from pipeline.records.counters import RunCounters
 
     now = RunCounters(agent_steps=123_456, episodes=78, samples_trained=9_000, wall_s=61.5, epoch=12, launches=3,
-                      best_score=-4.5, best_eval=7.0)
+                      best_score=-4.5, best_eval=7.0, owed_updates=17)
     saved = now.to_checkpoint("return", 0.01)
     assert saved["best_metric"] == "return" and saved["epsilon"] == 0.01
     assert RunCounters.from_checkpoint(saved) == now
     # a checkpoint from before launches and best scores were saved: its step count set the seeds apart
     old = RunCounters.from_checkpoint({"agent_steps": 5_000, "episodes": 2, "samples_trained": 64, "epoch": 1, "wall_s": 3.0})
-    assert old == RunCounters(5_000, 2, 64, 3.0, 1, launches=5_000)
+    assert old == RunCounters(5_000, 2, 64, 3.0, 1, launches=5_000, owed_updates=0)
 
 
 def test_rows_a_killed_run_wrote_after_its_checkpoint_are_set_aside(tmp_path):

@@ -285,6 +285,26 @@ def test_a_finished_game_kept_without_its_checkpoint_counts_as_done(tmp_path):
     assert R.game_state(run, 1_000_000, None)[0] == "new"  # a longer suite trains it again from the start
 
 
+def test_a_game_stopped_at_its_length_with_updates_owed_resumes_to_train_them(tmp_path):
+    """A game a signal stopped within its collectors' head start of its length has played its
+    steps but not trained all they paid for: with the replay saved beside that checkpoint it
+    resumes (to train them and stop); without it nothing can train them, and it is done."""
+    from config_optimized import Config
+    from pipeline.records.files import REPLAY_NAME
+    from tests.test_replay_snapshot import catch_replay
+    from tests.test_resume import CATCH as CATCH_ENV, _learner, _save_run
+
+    run = tmp_path / "Catch"
+    cfg = Config.of(env=CATCH_ENV, run_dir=str(run), amp=False, buffer_size=400, envs_per_collector=4, num_collectors=1)
+    _save_run(run, cfg, _learner(cfg), agent_steps=240, replay=catch_replay(steps=60, capacity=400), owed_updates=3)
+    assert R.game_state(run, 240, None)[0] == "resume"
+    assert R.game_state(run, 200, None)[0] == "resume"  # steps past the length: the head start
+    (run / REPLAY_NAME).unlink()
+    assert R.game_state(run, 240, None)[0] == "done"
+    _save_run(run, cfg, _learner(cfg), agent_steps=240, replay=catch_replay(steps=60, capacity=400), owed_updates=0)
+    assert R.game_state(run, 240, None)[0] == "done"
+
+
 def test_suite_games_trains_only_those_in_the_same_folder(tmp_path, capsys):
     """``--games`` picks the suite's games to train now; the folder is the suite's own, so a finished
     game there is read and the game left out is not started (it would train for a minute here)."""

@@ -109,19 +109,20 @@ class RunBooks:
                      f"{at.agent_steps:,} agent steps; weights in {path}")
 
     # ------------------------------------------------------------------ checkpoints
-    def counters(self, agent_steps: int, launches: int, best_eval: float) -> RunCounters:
-        """Where the run stands now; ``agent_steps``, ``launches`` and ``best_eval`` are counted by
-        the data path, the collectors' supervisor and the periodic evaluation."""
+    def counters(self, agent_steps: int, launches: int, best_eval: float, owed_updates: int = 0) -> RunCounters:
+        """Where the run stands now; ``agent_steps``, ``launches``, ``best_eval`` and
+        ``owed_updates`` are counted by the data path, the collectors' supervisor, the periodic
+        evaluation and the replay ratio."""
         return RunCounters(agent_steps, self.episodes, self.samples_trained, self.wall_s(time.monotonic()), self.epoch,
-                           launches, self.best_score, best_eval)
+                           launches, self.best_score, best_eval, owed_updates)
 
     def save_checkpoint(self, agent_steps: int, launches: int, best_eval: float, name: str = CHECKPOINT_NAME,
-                        best: dict | None = None) -> Path:
+                        best: dict | None = None, owed_updates: int = 0) -> Path:
         """The learner, every random state and the counters, atomically, as ``name`` in the run
         folder (``best``: the score that chose these weights, for best.pt)."""
         self.learner.require_finite()
         path = self.run_dir / name
-        counters = self.counters(agent_steps, launches, best_eval)
+        counters = self.counters(agent_steps, launches, best_eval, owed_updates)
         ckpt.save(path, ckpt.training_state(self.cfg, self.n_actions, self.learner.state_dict(),
                                             counters.to_checkpoint(self.score.metric, self.epsilon(agent_steps),
                                                                    self.eval_metric),

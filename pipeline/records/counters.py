@@ -18,6 +18,7 @@ class RunCounters:
     launches: int = 0           # collector starts: each start's seeds differ from every earlier one's
     best_score: float = NO_SCORE  # best mean of the last 20 games at an epoch end (best.pt)
     best_eval: float = NO_SCORE   # best --eval-interval evaluation (best_eval.pt)
+    owed_updates: int = 0         # updates the agent steps played had paid for and the learner had not trained
 
     def to_checkpoint(self, metric: str, epsilon: float, eval_metric: str | None = None) -> dict:
         """The checkpoint's ``counters``: these, the metric the best scores are in (``eval_metric``:
@@ -26,7 +27,7 @@ class RunCounters:
         return {"agent_steps": self.agent_steps, "episodes": self.episodes, "samples_trained": self.samples_trained,
                 "epoch": self.epoch, "collector_launches": self.launches, "best_score": self.best_score,
                 "best_eval": self.best_eval, "best_metric": metric, "best_eval_metric": eval_metric or metric,
-                "wall_s": self.wall_s, "epsilon": epsilon}
+                "wall_s": self.wall_s, "epsilon": epsilon, "owed_updates": self.owed_updates}
 
     @classmethod
     def from_checkpoint(cls, c: dict) -> RunCounters:
@@ -36,4 +37,5 @@ class RunCounters:
                    int(c["epoch"]),
                    # before launches were counted the step count set the seeds apart: it still does
                    int(c.get("collector_launches", c["agent_steps"])),
-                   float(c.get("best_score", NO_SCORE)), float(c.get("best_eval", NO_SCORE)))
+                   float(c.get("best_score", NO_SCORE)), float(c.get("best_eval", NO_SCORE)),
+                   int(c.get("owed_updates", 0)))  # before they were carried a resume forgave them

@@ -1,6 +1,6 @@
 """What a run carries across a stop and ``--resume``: the counters in its checkpoint (agent
-steps, games, samples trained, wall clock, epoch, collector starts, best scores), the learner and
-every random state, and the replay saved beside the final checkpoint."""
+steps, games, samples trained, updates owed, wall clock, epoch, collector starts, best scores),
+the learner and every random state, and the replay saved beside the final checkpoint."""
 from __future__ import annotations
 
 import json
@@ -34,7 +34,7 @@ def check_resume(cfg) -> None:
     # --total-steps and --time-limit count the whole run, earlier sessions included: one the run
     # has already reached would stop it as soon as it started
     c = state.get("counters", {})
-    if c.get("agent_steps", 0) >= cfg.total_steps:
+    if c.get("agent_steps", 0) >= cfg.total_steps and not owed_updates(run_dir, c, cfg.run.save_replay):
         raise ckpt.CheckpointError(f"--resume: {path} is at {c['agent_steps']:,} agent steps, which --total-steps "
                                    f"{cfg.total_steps:,} already reaches; give a larger --total-steps to train on")
     if cfg.run.time_limit and c.get("wall_s", 0.0) >= cfg.run.time_limit * 60:
@@ -50,6 +50,23 @@ def check_resume(cfg) -> None:
         # read it whole now, so that damage is refused here and not half-way through the load
         if saved["agent_steps"] == state.get("counters", {}).get("agent_steps"):
             snapshot.verify(replay)
+
+
+def owed_updates(run_dir: Path, counters: dict, save_replay: bool = True) -> int:
+    """The updates a resume of ``run_dir`` trains before anything else: the ones its checkpoint's
+    agent steps (``counters``) had paid for and its learner had not trained when it stopped (the
+    collectors run up to ``ReplayRatio.slack`` steps ahead), where the replay saved with that
+    checkpoint is there to train them on. A run stopped by a signal at its --total-steps resumes
+    to train these and stop, as it would have had it not been stopped."""
+    owed = int(counters.get("owed_updates", 0))
+    path = Path(run_dir) / REPLAY_NAME
+    if not owed or not save_replay or not path.is_file():
+        return 0
+    try:
+        saved_at = snapshot.read_meta(path).get("agent_steps")
+    except snapshot.ReplayFileError:
+        return 0  # check_resume refuses it by name when the run is resumed
+    return owed if saved_at == counters.get("agent_steps") else 0
 
 
 def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[RunCounters, int]:
@@ -93,7 +110,11 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
         f"epoch {counters.epoch}")
     starts = cfg.learner.learning_starts
     if _restore_replay(run_dir, cfg, replay, counters.agent_steps, log):
+        if counters.owed_updates:
+            log(f"[MAIN] The agent steps played had paid for {counters.owed_updates:,} updates the learner had not "
+                "trained when the run stopped (the collectors' head start): it trains them first")
         return counters, max(0, starts - len(replay))  # a replay saved during warm-up still needs the rest of it
+    counters.owed_updates = 0  # a refill plays new steps: training starts over at the ratio
     return counters, starts
 
 
