@@ -61,6 +61,18 @@ def run_facts(run_dir: Path) -> dict:
             "commit": str(first.get("git_commit", "?"))[:7]}
 
 
+def where_trained(runs: list[Path]) -> str:
+    """The machine, precision and commit of each run's first start, the runs (seed and game: each
+    folder's name) grouped under them: "AMD EPYC (...), fp32, commit 6eff6d1 (seed 3: Phoenix, Qbert)"."""
+    groups: dict[str, dict] = {}
+    for run in runs:
+        f = run_facts(run)
+        key = f"{f['machine']}, {f['precision']}, commit {f['commit']}"
+        groups.setdefault(key, {}).setdefault(f["seed"], []).append(run.name)
+    return "; ".join(f"{key} ({'; '.join(f'seed {seed}: ' + ', '.join(games) for seed, games in sorted(by.items()))})"
+                     for key, by in sorted(groups.items()))
+
+
 def recipe_differs(run_dir: Path, env: str, args: tuple[str, ...]) -> list[str]:
     """The flags that would make today's command train as ``run_dir`` did; [] where they are the same.
     The collection settings a hardware profile picks (collectors, envs, replay size) are compared
@@ -143,7 +155,7 @@ def atari_suite(src: Source) -> dict:
     folders = S.seed_folders(suite_dir, rep["options"])
     runs = [folder / g for folder in folders.values() for g in rep["games"] if (folder / g).is_dir()]
     other = {str(r.relative_to(DATA)): d for r in runs if (d := recipe_differs(r, S.SUITES["atari5"][0], src.args))}
-    facts = {f"{f['machine']}, {f['precision']}" for f in map(run_facts, runs)}
+    trained_on = where_trained(runs)
     lines = ["| game | ours, 250k-500k (mean over seeds) | Dopamine CNN QR-DQN | Impala QR-DQN |", "|---|---|---|---|"]
     above = 0
     pong, pong_from = pong_seeds(rep["games"]["Pong"]["seeds"])
@@ -168,7 +180,7 @@ def atari_suite(src: Source) -> dict:
                        for a in ("CNN QR-DQN", "CNN IQN", "Impala QR-DQN")) + "."
            if row.get("ours") is not None else "IQM: not every Atari-5 game has finished its 250k-500k window.")
     return {"lines": lines + ["", iqm, f"Above CNN QR-DQN on {above} of 5 Atari-5 games{pong_from}.",
-                              f"Trained on: {'; '.join(sorted(facts))}."],
+                              f"Trained on: {trained_on}."],
             "other": other, "summary": {"iqm": row.get("ours"), "seeds": row.get("ours_seeds", []), "above": above,
                                         "cnn": row.get("CNN QR-DQN")}}
 

@@ -67,3 +67,23 @@ def test_pongs_row_takes_the_suites_own_seeds_and_borrows_only_the_seeds_it_lack
     assert said == " (Pong seed 1: the first 500k agent steps of the runs to 1.3M, below)"
     seeds, said = RS.pong_seeds({"1": own, "2": own})
     assert said == "" and sorted(seeds) == [1, 2]
+
+
+def test_the_suites_runs_are_named_under_their_machine_precision_and_commit(tmp_path):
+    """Each figure names where it was trained: the suite's runs grouped by the machine, precision
+    and commit of their first start, each run by seed and game."""
+    def run(seed, game, cpu, amp, commit):
+        folder = tmp_path / f"seed{seed}" / game
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps(
+            {"config": {"seed": seed, "amp": amp}, "hardware": {"cuda": False}, "git_commit": commit,
+             "hardware_summary": f"CPU: {cpu}, 2 cores (bf16: a learner step 1.06x fp32's speed); RAM 24 GiB"}))
+        return folder
+
+    runs = [run(1, "Qbert", "AMD EPYC (family 26 model 2)", True, "987b3bb" + "0" * 33),
+            run(2, "Qbert", "AMD EPYC (family 26 model 2)", False, "6eff6d1" + "0" * 33),
+            run(3, "Phoenix", "AMD EPYC (family 26 model 2)", False, "6eff6d1" + "0" * 33),
+            run(3, "Qbert", "AMD EPYC (family 26 model 2)", False, "6eff6d1" + "0" * 33)]
+    assert RS.where_trained(runs) == ("AMD EPYC (family 26 model 2), bf16, commit 987b3bb (seed 1: Qbert); "
+                                      "AMD EPYC (family 26 model 2), fp32, commit 6eff6d1 (seed 2: Qbert; "
+                                      "seed 3: Phoenix, Qbert)")
