@@ -182,7 +182,8 @@ def atari_suite(src: Source) -> dict:
     return {"lines": lines + ["", iqm, f"Above CNN QR-DQN on {above} of 5 Atari-5 games{pong_from}.",
                               f"Trained on: {trained_on}."],
             "other": other, "summary": {"iqm": row.get("ours"), "seeds": row.get("ours_seeds", []), "above": above,
-                                        "cnn": row.get("CNN QR-DQN")}}
+                                        "cnn": row.get("CNN QR-DQN"), **({"low": row["ours_low"], "high": row["ours_high"]}
+                                                                        if interval else {})}}
 
 
 def todays_runs(src: Source, other: dict):
@@ -273,8 +274,10 @@ def readme_table(results: list[tuple[Source, dict]]) -> str:
     for src, res in results:
         s = res["summary"]
         if src.kind == "atari_suite":
-            what = (f"IQM {s['iqm']:.2f} of human-normalized scores at 250k-500k agent steps (Dopamine's CNN QR-DQN "
-                    f"{s['cnn']:.2f}); above CNN QR-DQN on {s['above']} of 5 games" if s["iqm"] is not None else "-")
+            interval = f", 95% interval [{s['low']:.2f}, {s['high']:.2f}]," if s.get("low") is not None else ""
+            what = (f"IQM {s['iqm']:.2f}{interval} of human-normalized scores at 250k-500k agent steps (Dopamine's "
+                    f"CNN QR-DQN {s['cnn']:.2f}); above CNN QR-DQN on {s['above']} of 5 games"
+                    if s["iqm"] is not None else "-")
             seeds = ", ".join(map(str, s["seeds"])) or "-"
         elif src.kind == "pong_long":
             hits = [r["hit"] for r in s if r["hit"]]

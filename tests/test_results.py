@@ -25,6 +25,8 @@ def test_the_readme_is_a_users_page():
     import re
     # a commit hash: 7-40 hex digits with a letter and a digit among them
     assert not re.search(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", text), "a commit hash in the README"
+    assert re.search(r"IQM -?\d\.\d\d, 95% interval \[-?\d\.\d\d, -?\d\.\d\d\]", text), \
+        "the README's results table gives the suite's IQM without its interval"
 
 
 def test_a_run_of_another_recipe_is_left_out_and_named(tmp_path, monkeypatch):
