@@ -83,8 +83,15 @@ def segments_left(before):
                   if p.name[len(shm.PREFIX):].split("_", 1)[0] not in live)
 
 
-def start(args, mark, preexec_fn=None):
-    return subprocess.Popen([sys.executable, "mario_rl_optimized.py", *args], cwd=ROOT, env=env_for(mark),
+def start(args, mark, preexec_fn=None, tmp_dir=None):
+    """The run as a user starts it. ``tmp_dir``: its temp folder (TMPDIR), for a run the test
+    SIGKILLs: multiprocessing's folder (/tmp/pymp-*, the forkserver's socket) is removed at a
+    normal exit only, and under the test's tmp_path it goes with the test's files."""
+    env = env_for(mark)
+    if tmp_dir is not None:
+        os.makedirs(tmp_dir, exist_ok=True)
+        env["TMPDIR"] = str(tmp_dir)
+    return subprocess.Popen([sys.executable, "mario_rl_optimized.py", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=preexec_fn)
 
 

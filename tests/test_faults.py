@@ -44,7 +44,7 @@ def test_killed_collector_is_reported_and_restarted(tmp_path, method):
 def test_killed_learner_takes_collectors_down_and_next_start_sweeps_shm(tmp_path):
     mark, lines = uuid.uuid4().hex, []
     proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--num-collectors", "2", "--total-steps", "1000000000"],
-                 mark)
+                 mark, tmp_dir=tmp_path / "tmp")
     assert read_until(proc, "Learning starts", lines)
     children = collector_pids(mark, proc.pid)
     assert len(children) == 2
@@ -74,7 +74,8 @@ def test_learner_killed_in_warm_up_takes_down_collectors_waiting_for_room(tmp_pa
     while it drains leaves room in the rings: the collector's per-step parent check ends it.)"""
     mark, lines = uuid.uuid4().hex, []
     proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--start-method", "fork", "--num-collectors", "2",
-                  "--ring-capacity", "64", "--learning-starts", "1000000", "--total-steps", "1000000000"], mark)
+                  "--ring-capacity", "64", "--learning-starts", "1000000", "--total-steps", "1000000000"], mark,
+                 tmp_dir=tmp_path / "tmp")
     children = []
     try:
         assert read_until(proc, "collector seeds", lines), "".join(lines)[-3000:]
@@ -149,7 +150,7 @@ def test_a_killed_process_group_leaves_nothing_in_dev_shm(tmp_path):
     before = set(os.listdir("/dev/shm"))
     mark, lines = uuid.uuid4().hex, []
     proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--total-steps", "1000000000",
-                  "--eval-interval", "1000"], mark, preexec_fn=os.setsid)
+                  "--eval-interval", "1000"], mark, preexec_fn=os.setsid, tmp_dir=tmp_path / "tmp")
     assert read_until(proc, "Learning starts", lines)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)

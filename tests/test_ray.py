@@ -290,7 +290,7 @@ def test_killed_learner_leaves_no_actor_running(cluster, tmp_path):
     """The actors belong to the learner's process: SIGKILL it, and Ray stops them."""
     mark = uuid.uuid4().hex
     proc = start([*CATCH, "--run-dir", str(tmp_path / "run"), "--total-steps", "10000000", "--num-collectors", "0",
-                  "--ray-address", cluster, "--ray-collectors", "2"], mark)
+                  "--ray-address", cluster, "--ray-collectors", "2"], mark, tmp_dir=tmp_path / "tmp")
     lines = []
     for line in proc.stdout:
         lines.append(line)
