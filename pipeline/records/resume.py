@@ -65,7 +65,7 @@ def owed_updates(run_dir: Path, counters: dict, save_replay: bool = True) -> int
     try:
         saved_at = snapshot.read_meta(path).get("agent_steps")
     except snapshot.ReplayFileError:
-        return 0  # check_resume refuses it by name when the run is resumed
+        return 0  # a damaged replay trains nothing (check_resume names it where a resume goes on)
     return owed if saved_at == counters.get("agent_steps") else 0
 
 
