@@ -171,8 +171,9 @@ def atari_suite(src: Source) -> dict:
         lines.append(f"| {name} | {fmt(ours)}{span} ({w['seeds'] if w else 0} seed{'s' if w and w['seeds'] != 1 else ''}) "
                      f"| {fmt(cnn)} | {fmt(impala)} |")
     row = rep["iqm"][1] if len(rep["iqm"]) > 1 else {}
-    interval = (f", 95% interval [{row['ours_low']:.2f}, {row['ours_high']:.2f}]"
-                if row.get("ours_low") is not None and len(row.get("ours_seeds", [])) > 1 else "")
+    bounds = ((row["ours_low"], row["ours_high"])
+              if row.get("ours_low") is not None and len(row.get("ours_seeds", [])) > 1 else None)
+    interval = f", 95% interval [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else ""
     iqm = (f"IQM of human-normalized scores (BattleZone, DoubleDunk, NameThisGame, Phoenix, Qbert), 250k-500k: "
            f"**{row['ours']:.2f}**{interval} over seed{'s' if len(row['ours_seeds']) > 1 else ''} "
            f"{', '.join(map(str, row['ours_seeds']))}; Dopamine (5 seeds each, the interval computed the same way) "
@@ -181,9 +182,8 @@ def atari_suite(src: Source) -> dict:
            if row.get("ours") is not None else "IQM: not every Atari-5 game has finished its 250k-500k window.")
     return {"lines": lines + ["", iqm, f"Above CNN QR-DQN on {above} of 5 Atari-5 games{pong_from}.",
                               f"Trained on: {trained_on}."],
-            "other": other, "summary": {"iqm": row.get("ours"), "seeds": row.get("ours_seeds", []), "above": above,
-                                        "cnn": row.get("CNN QR-DQN"), **({"low": row["ours_low"], "high": row["ours_high"]}
-                                                                        if interval else {})}}
+            "other": other, "summary": {"iqm": row.get("ours"), "bounds": bounds, "seeds": row.get("ours_seeds", []),
+                                        "above": above, "cnn": row.get("CNN QR-DQN")}}
 
 
 def todays_runs(src: Source, other: dict):
@@ -274,7 +274,7 @@ def readme_table(results: list[tuple[Source, dict]]) -> str:
     for src, res in results:
         s = res["summary"]
         if src.kind == "atari_suite":
-            interval = f", 95% interval [{s['low']:.2f}, {s['high']:.2f}]," if s.get("low") is not None else ""
+            interval = f", 95% interval [{s['bounds'][0]:.2f}, {s['bounds'][1]:.2f}]," if s["bounds"] else ""
             what = (f"IQM {s['iqm']:.2f}{interval} of human-normalized scores at 250k-500k agent steps (Dopamine's "
                     f"CNN QR-DQN {s['cnn']:.2f}); above CNN QR-DQN on {s['above']} of 5 games"
                     if s["iqm"] is not None else "-")

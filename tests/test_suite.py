@@ -163,9 +163,8 @@ def test_suite_stops_on_sigterm_resumes_and_then_only_reads(tmp_path, mark):
     opts = SUITE_OPTS
     # 2,000 agent steps a game, past learning's start (500) plus the head start the collectors may
     # play before the learner's updates pay for it (ReplayRatio.slack, 1,000): at 1,500 a slow
-    # first update let the first game play all its steps before the signal reached it, and the
-    # suite read it as done (a fast collector does: one no longer acts with a forward pass at
-    # epsilon 1)
+    # first update let the first game play all its steps before the signal reached it, and this
+    # test needs a game the signal stopped short of its length
     steps = 2000
     cmd = [sys.executable, "benchmark_performance.py", "--suite", "quick", "--steps", str(steps),
            "--runs-dir", str(tmp_path), *opts]
