@@ -232,7 +232,9 @@ def game_counters(run_dir: Path) -> tuple[dict, bool]:
 
 def stopped_at_flag(run_dir: Path) -> bool:
     """The run stopped itself with a finished agent (``--stop-at-flag``, Mario): a confirmation
-    that reached the flag in every game kept its weights. Such a run is done short of its steps."""
+    that kept its weights reached the flag in enough greedy games (``finished_play``). Such a run
+    is done short of its steps."""
+    from pipeline.evaluation.periodic_eval import finished_play
     from pipeline.records.files import EVALS_NAME
     from pipeline.records.metrics import read_jsonl
 
@@ -243,7 +245,7 @@ def stopped_at_flag(run_dir: Path) -> bool:
         if row.get("phase") != "confirm" or row.get("score", float("-inf")) <= best:
             continue
         best = row["score"]
-        if row.get("flags") and all(row["flags"]):
+        if finished_play(row.get("plays") or [{"flags": row.get("flags")}]):
             return True
     return False
 

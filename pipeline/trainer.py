@@ -85,7 +85,7 @@ class Trainer:
             self.stop("target_score")
         p.evals.poll()
         if p.evals.finished and run.stop_at_flag and self.stop_reason is None:
-            self.log(f"[MAIN] Finished: the kept weights reached the flag in every fresh game ({p.evals.last_flags}); "
+            self.log(f"[MAIN] Finished: the kept weights reached the flag in {p.evals.last_flags} fresh games; "
                      "stopping (--stop-at-flag false trains on)")
             self.stop("finished")
         elif self.stop_reason is None and p.evals.due(p.agent_steps()) and self.learner.updates:

@@ -138,26 +138,39 @@ def test_eval_plan_plays_mario_greedy_and_under_noise_and_other_games_as_asked()
     assert pe.eval_plan(False, 0.05, "return") == ("return", (0.05,))
 
 
-def test_flag_score_keeps_the_fewer_flags_then_all_flags_then_distance():
+def test_flag_score_keeps_the_greedy_flags_then_the_noisy_flags_then_distance():
     s = pe.flag_score
-    # the fewer of the two counts decides: 9 greedy and 6 noisy is below 7 and 7
-    assert s([9, 6], 10, [3000.0] * 20) < s([7, 7], 10, [2000.0] * 20) < s([8, 8], 10, [100.0] * 20)
-    # a tie on the fewer goes to more flags in all, whatever the distance
+    # the greedy count decides: 9 greedy and 6 noisy is above 8 and 8
+    assert s([8, 8], 10, [3000.0] * 20) < s([9, 6], 10, [2000.0] * 20) < s([10, 0], 10, [100.0] * 20)
+    # a tie on it goes to more flags at epsilon, whatever the distance
     assert s([8, 10], 10, [1000.0] * 20) > s([8, 9], 10, [3300.0] * 20)
     # then to the longer mean distance
     assert s([8, 9], 10, [3100.0] * 20) > s([8, 9], 10, [3000.0] * 20)
     # counted per 10 games, 17 of 20 is 8.5 and its tie-breaks stay below 9 (half a flag per 10)
-    assert 8.5 < s([20, 17], 20, [99_999.0] * 40, per=10) < 9 < s([9, 9], 10, [0.0] * 20)
+    assert 8.5 < s([17, 20], 20, [99_999.0] * 40, per=10) < 9 <= s([9, 0], 10, [0.0] * 20)
     assert s([8, 9], 10, [3000.0] * 20, per=10) == s([8, 9], 10, [3000.0] * 20)
-    # no tie-break reaches the next flag, at any number of games
+    # no tie-break reaches the next greedy flag, at any number of games, with or without a noisy play
     for games in (4, 10, 1000):
-        assert s([3, 3], games, [99_999.0] * 2 * games) < s([4, 4], games, [0.0] * 2 * games)
-        assert 3 <= s([3, 3], games, [99_999.0] * 2 * games) < 4
+        assert s([3, games], games, [99_999.0] * 2 * games) < s([4, 0], games, [0.0] * 2 * games)
+        assert 3 <= s([3, games], games, [99_999.0] * 2 * games) < 4
+        assert 3 <= s([3], games, [99_999.0] * games) < s([4], games, [0.0] * games)
 
 
-def test_mario_keeps_weights_by_the_fewer_flags_of_greedy_and_noisy_games(tmp_path, monkeypatch):
+def test_a_finished_agent_reaches_the_flag_in_19_of_20_greedy_games():
+    def plays(greedy, noisy, games=20):
+        return [{"epsilon": 0.0, "flags": [True] * greedy + [False] * (games - greedy)},
+                {"epsilon": 0.05, "flags": [True] * noisy + [False] * (games - noisy)}]
+    assert pe.finished_play(plays(19, 0)) and pe.finished_play(plays(20, 11))
+    assert not pe.finished_play(plays(18, 20))  # the noisy play is reported, not judged
+    assert pe.finished_play(plays(10, 0, games=10)) and not pe.finished_play(plays(9, 10, games=10))
+    assert not pe.finished_play([]) and not pe.finished_play([{"epsilon": 0.0, "flags": []}])
+    # a play at epsilon alone (another game that reports a flag) is judged itself
+    assert pe.finished_play([{"epsilon": 0.05, "flags": [True] * 3}])
+
+
+def test_mario_keeps_weights_by_their_greedy_flags(tmp_path, monkeypatch):
     """Weights that reach the flag in every noisy game but stand at a wall in greedy ones are not
-    kept over weights that do well both ways; a finished agent needs every flag both ways."""
+    kept; weights with every greedy flag are a finished agent, whatever their noisy flags."""
     save = _saver(tmp_path)
     lines, script = [], []
     ev = pe.PeriodicEval(tmp_path, 1000, 2, (0.0, 0.05), "flags", 100, lines.append)
@@ -166,26 +179,27 @@ def test_mario_keeps_weights_by_the_fewer_flags_of_greedy_and_noisy_games(tmp_pa
     def both(greedy, noisy):
         return {"plays": [_play([1.0, 1.0], greedy, 0.0, [3000.0, 3000.0]), _play([1.0, 1.0], noisy, 0.05, [3100.0] * 2)]}
 
-    script += [both([True, True], [True, False])] * 2  # 2 greedy, 1 noisy: kept, score 1.x
+    script += [both([True, False], [True, True])] * 2  # 1 greedy, 2 noisy: kept, score 1.x
     ev.start(save, 1000)
     ev.poll()
     ev.poll()
     best = ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]
     assert best["metric"] == "flags" and 1 < best["score"] < 2 and best["flags"] == 3
-    assert best["plays"] == [{"epsilon": 0.0, "flags": 2, "games": 2}, {"epsilon": 0.05, "flags": 1, "games": 2}]
-    assert ev.last_flags == "2/2 greedy, 1/2 at 0.05" and not ev.finished
-    assert "flag in 2/2 greedy, 1/2 at 0.05 fresh games" in lines[-1]
+    assert best["plays"] == [{"epsilon": 0.0, "flags": 1, "games": 2}, {"epsilon": 0.05, "flags": 2, "games": 2}]
+    assert ev.last_flags == "1/2 greedy, 2/2 at 0.05" and not ev.finished
+    assert "flag in 1/2 greedy, 2/2 at 0.05 fresh games" in lines[-1]
 
     script += [both([False, False], [True, True])]  # every noisy flag, no greedy one: below the best
     ev.start(save, 2000)
     ev.poll()
     assert ev.proc is None and "confirming" not in lines[-1]
 
-    script += [both([True, True], [True, True])] * 2  # every flag both ways: a finished agent
+    script += [both([True, True], [False, False])] * 2  # every greedy flag, none noisy: a finished agent
     ev.start(save, 3000)
     ev.poll()
     ev.poll()
     assert ev.finished and ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]["agent_steps"] == 3000
+    assert "flag in 2/2 greedy, 0/2 at 0.05 fresh games" in lines[-1]
     rows = [json.loads(x) for x in (tmp_path / EVALS_NAME).read_text().splitlines()]
     assert [len(r["flags"]) for r in rows] == [4] * 5 and [len(r["plays"]) for r in rows] == [2] * 5
 
@@ -206,26 +220,26 @@ def test_a_longer_confirmation_counts_flags_per_screening_games_and_a_near_scree
         n = max(len(greedy), len(noisy))
         return {"plays": [_play([1.0] * n, greedy, 0.0, [3000.0] * n), _play([1.0] * n, noisy, 0.05, [3000.0] * n)]}
 
-    script += [both([True] * 10, [True] * 9 + [False]),            # screen 10 / 9
-               both([True] * 20, [True] * 17 + [False] * 3)]       # confirmed 20 / 17: 8.5 per 10
+    script += [both([True] * 9 + [False], [True] * 10),            # screen 9 / 10
+               both([True] * 17 + [False] * 3, [True] * 20)]       # confirmed 17 / 20: 8.5 per 10
     ev.start(save, 1000)
     ev.poll()
     ev.poll()
     best = ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]
     assert counts == [("screen", 10), ("confirm", 20)]
     assert 8.5 <= best["score"] < 9 and best["games"] == 40 and ev.best == best["score"]
-    assert best["plays"] == [{"epsilon": 0.0, "flags": 20, "games": 20}, {"epsilon": 0.05, "flags": 17, "games": 20}]
+    assert best["plays"] == [{"epsilon": 0.0, "flags": 17, "games": 20}, {"epsilon": 0.05, "flags": 20, "games": 20}]
     assert "per 10 games" in lines[-1]
 
-    script += [both([True] * 10, [True] * 8 + [False] * 2),        # 8 of 10: within a flag of 8.5
-               both([True] * 20, [True] * 18 + [False] * 2)]       # 9 per 10 confirmed: kept
+    script += [both([True] * 8 + [False] * 2, [True] * 10),        # 8 of 10: within a flag of 8.5
+               both([True] * 18 + [False] * 2, [True] * 20)]       # 9 per 10 confirmed: kept
     ev.start(save, 2000)
     ev.poll()
     assert "within a flag of the best so far, confirming on 20 fresh games each way" in lines[-1]
     ev.poll()
     assert ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]["agent_steps"] == 2000 and 9 <= ev.best < 10
 
-    script += [both([True] * 10, [True] * 7 + [False] * 3)]        # 7 of 10: two below 9, no confirmation
+    script += [both([True] * 7 + [False] * 3, [True] * 10)]        # 7 of 10: two below 9, no confirmation
     ev.start(save, 3000)
     ev.poll()
     assert ev.proc is None and counts[-1] == ("screen", 10) and "confirming" not in lines[-1]

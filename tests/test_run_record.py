@@ -239,7 +239,7 @@ def test_a_finished_agent_stops_the_run_with_a_flag_video(tmp_path):
             "--total-steps", "50000", "--eval-interval", "1000", "--eval-episodes", "3"]
     proc, out = run(args, mark, timeout=300)
     assert proc.returncode == 0, out[-3000:]
-    assert "[MAIN] Finished: the kept weights reached the flag in every fresh game (3/3 " in out
+    assert "[MAIN] Finished: the kept weights reached the flag in 3/3 " in out
     assert "Stopped (finished)" in out and "A flag run of the kept weights" in out
     assert load(run_dir / BEST_EVAL_NAME)["best"]["flags"] == 3
     assert (run_dir / FLAG_VIDEO_NAME).stat().st_size > 0
