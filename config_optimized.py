@@ -197,8 +197,8 @@ class RunConfig:
                                 "for Mario); 0 = --eval-episodes. More games keep weights by their rate, not by a "
                                 "lucky draw; a Mario confirmation counts its flags per --eval-episodes games", 0)
     eval_epsilon: float = doc("random-action probability when evaluating (--eval-interval and --eval); CleanRL uses 0.05", 0.0)
-    stop_at_flag: bool = doc("stop once the kept weights (best_eval.pt) reach the flag in at least 95% of the greedy "
-                             "games of the evaluation that confirmed them (19 of 20; Mario, with --eval-interval), "
+    stop_at_flag: bool = doc("stop once the kept weights (best_eval.pt) reach the flag in at least 19 of every 20 greedy "
+                             "games of the evaluation that confirmed them (Mario, with --eval-interval), "
                              "saving an MP4 of a flag run beside them; false trains on to --total-steps", True)
     run_dir: str = doc("the run's folder (checkpoints, metrics, logs); unset = a new runs/{env}__{seed}__{time}", "")
     resume: str = doc("continue a run from its last checkpoint: its folder, or 'latest'; a bare --resume "

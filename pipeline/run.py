@@ -19,7 +19,8 @@ from .bf16_probe import probe_this_cpu
 from .distributed.errors import RayClusterError
 from .learner import TrainingDiverged, flush_denormals
 from .records import checkpoint as ckpt
-from .records.files import BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, FLAG_VIDEO_NAME, METRICS_NAME, RECORD_NAME
+from .records.files import (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, FLAG_VIDEO_NAME, METRICS_NAME, RECORD_NAME,
+                            WEIGHTS_BEST_FIRST)
 from .records.metrics import read_jsonl
 from .records.resume import check_resume
 from .records.run_folder import clear_run, link_latest, resolve_run_dir
@@ -177,8 +178,40 @@ def _train_and_stop(trainer: Trainer, log: RunLog) -> int:
                 f"{trainer.learner.updates:,} updates; checkpoint {last}")
         finally:
             curve.finish(log)  # joined on every path: no half-written PNG is left behind
+            steps, wall_s = parts.agent_steps(), parts.books.wall_s(time.monotonic())
             trainer.release()
+            log(last_word(run_dir, trainer.stop_reason or "error", steps, wall_s))
     return code
+
+
+def last_word(run_dir: Path, stop_reason: str, agent_steps: int, wall_s: float) -> str:
+    """The run's last line: how it ended, what its kept weights reached on fresh games, where they
+    are and how to watch them. The weights --eval and a user pick first: best_eval.pt (chosen by
+    evaluations on fresh games), else best.pt (by training games), else the last checkpoint."""
+    ended = f"[MAIN] Done ({stop_reason}) at {agent_steps:,} agent steps, {wall_s / 60:.1f} min. "
+    for name in WEIGHTS_BEST_FIRST:
+        path = run_dir / name
+        if path.is_file():
+            break
+    else:
+        return ended + "No weights were kept."
+    try:
+        best = ckpt.load(path).get("best") or {}
+    except ckpt.CheckpointError as e:
+        return ended + f"The kept weights {path} cannot be read: {e}"
+    if name == BEST_EVAL_NAME and best.get("plays"):
+        ways = " and ".join(f"{p['flags']}/{p['games']} " + ("greedy" if p["epsilon"] == 0 else f"at {p['epsilon']:g}")
+                            for p in best["plays"])
+        reached = f"the flag in {ways} fresh games"
+    elif name == BEST_EVAL_NAME and best:
+        reached = f"mean {best.get('metric', 'score')} {best['score']:.2f} over {best.get('games', '?')} fresh games"
+    elif name == BEST_NAME and best:
+        reached = f"mean {best['metric']} {best['score']:.2f} of the last training games"
+    else:
+        reached = "not yet judged on fresh games"
+    at = best.get("agent_steps")
+    return (ended + f"Kept weights {path}" + (f" (from {at:,} agent steps)" if at is not None else "")
+            + f": {reached}. Watch them: python mario_rl_optimized.py --eval {path} --video agent.mp4")
 
 
 def _result(run_dir: Path, stop_reason: str | None, code: int) -> TrainResult:

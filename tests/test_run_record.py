@@ -241,6 +241,10 @@ def test_a_finished_agent_stops_the_run_with_a_flag_video(tmp_path):
     assert proc.returncode == 0, out[-3000:]
     assert "[MAIN] Finished: the kept weights reached the flag in 3/3 " in out
     assert "Stopped (finished)" in out and "A flag run of the kept weights" in out
+    # the last line says how the run ended, what the kept weights reached and where they are
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("[MAIN] Done (finished) at ") and f"Kept weights {run_dir / BEST_EVAL_NAME} (from " in last
+    assert "the flag in 3/3 greedy fresh games" in last and f"--eval {run_dir / BEST_EVAL_NAME}" in last
     assert load(run_dir / BEST_EVAL_NAME)["best"]["flags"] == 3
     assert (run_dir / FLAG_VIDEO_NAME).stat().st_size > 0
     assert load(run_dir / "checkpoint.pt")["counters"]["agent_steps"] < 20_000  # it stopped long before --total-steps
