@@ -6,7 +6,8 @@ Importing this module registers ``Catch-v0`` (used as ``--env tests.catch_env:Ca
 ``CatchCrash-v0`` (raises inside ``step`` after 400 steps) and ``CatchNaN-v0`` (rewards turn
 NaN after 400 steps of an env), for fault tests, ``WideCatch-v0`` (100 actions, 97 of them "stay"; more
 than ``--mark-action``'s strip has columns), ``FlagCatch-v0`` (a distance and a flag, as Mario
-reports them), and ``CountingCatch-v0``, whose frames carry the env
+reports them), ``WallCatch-v0`` (the paddle's column as the distance: a paddle that stays stands
+still), and ``CountingCatch-v0``, whose frames carry the env
 instance's id and the number of its observation (``stamp``), so a test can read from the replay
 whether every stream's records arrived exactly once and in order.
 """
@@ -89,6 +90,15 @@ class FlagCatch(Catch):
         return obs, reward, terminated, truncated, {"x_pos": float(self.ball[0]), "flag_get": bool(terminated)}
 
 
+class WallCatch(Catch):
+    """Catch that reports the paddle's column as ``x_pos``, as Mario reports his: a paddle that
+    stays, or presses against the right wall, stands still (``evaluate.STAND_STILL_STEPS``)."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {"x_pos": float(self.paddle), "flag_get": False}
+
+
 def stamp(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(instance ids, observation numbers) of CountingCatch frames [..., 84, 84]."""
     words = np.ascontiguousarray(frames[..., 0, :8]).view("<u4")
@@ -104,4 +114,5 @@ gym.register("CatchCrash-v0", entry_point=Catch, kwargs={"crash_after": 400})
 # collector given most of the warm-up's headroom crossed it first and every update was NaN.
 gym.register("CatchNaN-v0", entry_point=Catch, kwargs={"nan_after": 400})
 gym.register("FlagCatch-v0", entry_point=FlagCatch)
+gym.register("WallCatch-v0", entry_point=WallCatch)
 gym.register("WideCatch-v0", entry_point=Catch, kwargs={"n_actions": 100})  # more actions than the mark's strip has columns

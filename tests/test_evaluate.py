@@ -190,3 +190,26 @@ def test_eval_plays_the_weight_average_where_the_checkpoint_keeps_one(tmp_path):
     stays, lefts = played("stays", 1), played("lefts", 0)
     assert stays != lefts  # the two policies play the same games differently
     assert played("averaged", 0, average_action=1) == stays
+
+
+def test_a_game_that_stands_still_is_scored_where_it_stands_not_waited_out():
+    """WallCatch reports the paddle's column as x: a greedy 'stay' never passes its furthest x,
+    so with a 3-step limit each game ends at its 4th step (its first sets the furthest) as stood
+    still, and its env plays no more; with a limit past the game's length none stands still."""
+    def wall(limit):
+        env = BatchedEnv("tests.catch_env:WallCatch-v0", EnvOptions(frame_stack=4, episodic_life=False,
+                                                                    clip_rewards=False), 2)
+        rollout = Rollout(env, StayPut(), 4, False, 0)
+        try:
+            return play_games(rollout, 4, 0.0, 27_000, stand_still=limit)
+        finally:
+            env.close()
+    games = wall(3)
+    assert [(g.length, g.stood, g.ret) for g in games] == [(4, True, 0.0)] * 2  # each env cut once, then retired
+    games = wall(CATCH_STEPS)
+    assert len(games) == 4 and all(g.length == CATCH_STEPS and not g.stood for g in games)
+    # a game with no x (Atari's NaN) never stands still
+    rollout = _rollout(2)
+    games = play_games(rollout, 2, 0.0, 27_000, stand_still=1)
+    rollout.env.close()
+    assert all(g.length == CATCH_STEPS and not g.stood for g in games)

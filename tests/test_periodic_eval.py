@@ -335,3 +335,20 @@ def test_time_the_run_stood_still_is_not_play_but_a_long_play_is_stopped(evals, 
         ev.poll()
     assert ev.proc is None and "Evaluation at 1,000 agent steps failed: it played for more than 30 minutes" in lines[-1]
     assert not (run_dir / CANDIDATE_NAME).exists()
+
+
+def test_an_evaluation_says_where_its_games_stood_still(tmp_path, monkeypatch):
+    """A greedy game scored where it stood still (evaluate.STAND_STILL_STEPS) is named in the
+    evaluation's line with its x, and evals.jsonl keeps which games stood."""
+    lines, script = [], []
+    ev = pe.PeriodicEval(tmp_path, 1000, 2, (0.0, 0.05), "flags", 100, lines.append)
+    _scripted(monkeypatch, ev, script)
+    greedy = {**_play([1.0, 1.0], [True, False], 0.0, [3161.0, 3154.0]), "stood": [False, True]}
+    noisy = {**_play([1.0, 1.0], [True, True], 0.05, [3161.0, 3161.0]), "stood": [False, False]}
+    script += [{"plays": [greedy, noisy]}]
+    ev.best = 5.0  # below the best: no confirmation, the screening's line is the last
+    ev.start(_saver(tmp_path), 1000)
+    ev.poll()
+    assert "flag in 1/2 greedy, 2/2 at 0.05 (1 stood still: x 3,154) games" in lines[-1]
+    row = json.loads((tmp_path / EVALS_NAME).read_text().splitlines()[-1])
+    assert row["plays"][0]["stood"] == [False, True]

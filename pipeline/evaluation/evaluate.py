@@ -29,6 +29,12 @@ PLAY_OPTIONS = ("sticky_actions", "noop_max")
 # A game's last agent steps in which a random action (epsilon's) is counted: 8 steps are 32 NES
 # frames, about the rise of Mario's highest jump, which a random action without A cuts short.
 NEAR_END = 8
+# A game that has not passed its furthest x for this many agent steps stood still: it is scored
+# where it stands (``Game.stood``) instead of waited out. A greedy Mario that presses right+B
+# against the flagpole's base sees the same frames step after step and stands until the clock
+# runs out, ~2,000 agent steps, seven games' worth of an evaluation's time; 500 steps (2,000 NES
+# frames, 33 s of play) is far past any wait a level asks of a right-moving action set.
+STAND_STILL_STEPS = 500
 
 
 @dataclasses.dataclass
@@ -46,6 +52,7 @@ class EvalResult:
     noop_max: int | None = None  # up to this many no-op steps began each game (None: the env has none)
     # random actions (epsilon's) among each game's last NEAR_END agent steps: did the noise end it?
     random_near_end: list[int] = dataclasses.field(default_factory=list)
+    stood: list[bool] = dataclasses.field(default_factory=list)  # one per game: ended standing still (Game.stood)
 
     @property
     def identical(self) -> bool:
@@ -77,6 +84,9 @@ class EvalResult:
         if self.distances:
             s += (f", distance mean {statistics.fmean(self.distances):.0f}, best {max(self.distances):.0f}, "
                   f"flag reached {sum(self.flags)}/{n}")
+            stood = [d for d, st in zip(self.distances, self.stood) if st]
+            if stood:  # found, not waited out: where the policy stands still
+                s += f" ({len(stood)} stood still, at x {', '.join(f'{d:,.0f}' for d in sorted(stood))})"
             misses = [k for k, f in zip(self.random_near_end, self.flags) if not f]
             if self.epsilon > 0 and misses:  # did the noise end them? (chance: 1 - (1 - epsilon) ** NEAR_END)
                 s += (f" ({sum(k > 0 for k in misses)} of the {len(misses)} misses with a random action in their "
@@ -159,6 +169,7 @@ class Game:
     flag: bool
     actions: str          # digest of the actions taken: equal digests, equal games
     random_near_end: int  # random actions (epsilon's) among its last NEAR_END agent steps
+    stood: bool = False   # ended after STAND_STILL_STEPS agent steps without passing its furthest x
 
 
 def env_quotas(episodes: int, num_envs: int) -> list[int]:
@@ -167,16 +178,20 @@ def env_quotas(episodes: int, num_envs: int) -> list[int]:
     return [episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)]
 
 
-def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=None) -> list[Game]:
+def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=None,
+               stand_still: int = STAND_STILL_STEPS) -> list[Game]:
     """``episodes`` whole games, played through a collector's ``Rollout`` (the same env batch,
     acting and records as training) with a fixed ``epsilon``; each env plays its quota
-    (``env_quotas``), and a game longer than ``max_steps`` agent steps is scored where it stands
-    and its env plays no more (its quota passes to the others). ``on_step(fields)``: after every
-    step, with its records."""
+    (``env_quotas``), and a game longer than ``max_steps`` agent steps, or one that reports an x
+    position and has not passed its furthest for ``stand_still`` agent steps (``Game.stood``), is
+    scored where it stands and its env plays no more (its quota passes to the others).
+    ``on_step(fields)``: after every step, with its records."""
     quota = env_quotas(episodes, rollout.num_envs)
     played: list[list[Game]] = [[] for _ in quota]
     digests = [hashlib.sha1() for _ in quota]
     recent = [collections.deque(maxlen=NEAR_END) for _ in quota]  # each game's last steps: random or not
+    furthest = np.full(rollout.num_envs, -np.inf)  # each game's furthest x so far
+    still = np.zeros(rollout.num_envs, np.int64)   # agent steps since it last passed it
     retired = np.zeros(rollout.num_envs, bool)
     while sum(map(len, played)) < episodes and not retired.all():
         _, fields, _, _ = rollout.step(epsilon)
@@ -186,17 +201,25 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
         for i in range(rollout.num_envs):
             if retired[i] or len(played[i]) >= quota[i]:
                 continue
+            stood = False
             if flags[i] & LAST:  # the action was ignored; the record carries the game that ended
                 over = bool(flags[i] & EP_END)
             else:
                 digests[i].update(bytes((int(fields["action"][i]),)))
                 recent[i].append(bool(flags[i] & EXPLORED))
-                over = int(fields["ep_len"][i]) >= max_steps  # ep_len counts this step
+                x = float(fields["x_pos"][i])
+                if x > furthest[i]:
+                    furthest[i], still[i] = x, 0
+                elif not np.isnan(x):  # a game with no x (Atari) never stands still
+                    still[i] += 1
+                stood = bool(still[i] >= stand_still)
+                over = int(fields["ep_len"][i]) >= max_steps or stood  # ep_len counts this step
             if over:
                 played[i].append(Game(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
-                                      bool(flags[i] & FLAG_GET), digests[i].hexdigest(), sum(recent[i])))
+                                      bool(flags[i] & FLAG_GET), digests[i].hexdigest(), sum(recent[i]), stood))
                 digests[i] = hashlib.sha1()
                 recent[i].clear()
+                furthest[i], still[i] = -np.inf, 0
                 if not flags[i] & LAST:  # cut short: this env's game goes on, so it plays no more
                     retired[i] = True
                     left = quota[i] - len(played[i])
@@ -286,11 +309,13 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
             res.lengths.append(game.length)
             res.action_digests.append(game.actions)
             res.random_near_end.append(game.random_near_end)
+            res.stood.append(game.stood)
             if mario:
                 res.distances.append(game.distance)
                 res.flags.append(game.flag)
             log(f"[EVAL] episode {n + 1}/{episodes}: return {game.ret:.1f}, length {game.length}"
-                + (f", distance {game.distance:.0f}, flag {game.flag}" if mario else ""))
+                + (f", distance {game.distance:.0f}, flag {game.flag}" if mario else "")
+                + (f", stood still for {STAND_STILL_STEPS} agent steps" if game.stood else ""))
     finally:
         if recorder is not None:
             recorder.close()

@@ -124,7 +124,7 @@ def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int
         for epsilon in epsilons:  # the same starts each way: seeds draw the no-op starts
             res = evaluate(checkpoint, episodes, None, seed=seed, epsilon=epsilon, log=lambda *_: None)
             plays.append({"epsilon": epsilon, "returns": res.returns, "lengths": res.lengths,
-                          "distances": res.distances, "flags": res.flags})
+                          "distances": res.distances, "flags": res.flags, "stood": res.stood})
         conn.send({"plays": plays})
     except BaseException as e:
         conn.send({"error": f"{type(e).__name__}: {e}"})
@@ -251,6 +251,10 @@ class PeriodicEval:
             self.last_flags = ways
         fresh = "fresh " if self.phase == "confirm" else ""
         places = 3 if self.metric == "flags" else 2  # a flags score's tie-breaks sit in its decimals
+        stood = [f"x {d:,.0f}" + ("" if p["epsilon"] == 0 else f" at {p['epsilon']:g}") for p in plays
+                 for d, st in zip(p.get("distances") or [], p.get("stood") or []) if st]
+        if stood:  # a policy that stands still, found: each such game was scored where it stood
+            ways += f" ({len(stood)} stood still: {', '.join(stood)})"
         if self.metric == "flags":
             said = (f"flag in {ways} {fresh}games, mean distance {statistics.fmean(distances):,.0f}; "
                     f"score {score:.{places}f} (greedy flags per {self.episodes} games, then the flags at epsilon, then distance)")
