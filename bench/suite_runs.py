@@ -58,7 +58,7 @@ def parse_seeds(text: str | None, train_args: list[str]) -> list[int]:
     if text is None:
         from pipeline.settings.cli import parse_args
 
-        return [parse_args(train_args).seed or 1] if given else [1]
+        return [parse_args(train_args).seed] if given else [1]  # 0 is a seed: no "or 1" here
     try:
         seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:

@@ -64,6 +64,15 @@ def test_seeds_come_from_seeds_or_seed_and_each_has_a_folder(tmp_path):
     assert R.game_dir(tmp_path, 2, "ALE/BattleZone-v5") == tmp_path / "seed2" / "BattleZone"
 
 
+def test_seed_0_given_with_seed_is_trained_as_seed_0(tmp_path):
+    """``--seed 0`` is a seed like any other: the suite trains seed 0, in ``seed0/``, not the
+    default seed 1 (0 once read as "not given")."""
+    assert R.parse_seeds(None, ["--seed", "0"]) == [0]
+    assert R.parse_seeds(None, ["--seed=0"]) == [0]
+    assert S.check_suite_args("quick", ["--seed", "0"], 100, None) == [0]
+    assert S.seed_folders(tmp_path, {"train_args": ["--seed", "0"]}) == {0: tmp_path}
+
+
 def test_a_suite_folder_from_before_seeds_is_refused_with_the_move_to_make(tmp_path):
     (tmp_path / "Pong").mkdir()
     with pytest.raises(ConfigError, match=r"mkdir .*seed1 && mv .*Pong"):
