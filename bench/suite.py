@@ -254,7 +254,8 @@ def iqm_row(games: dict, folders: dict, i: int, anchors: dict, agents: list[str]
     if seeds:
         per_game = [[score(g, s) for s in seeds] for g in iqm_games]
         row["ours"] = iqm(per_game)
-        row["ours_low"], row["ours_high"] = iqm_interval(per_game)
+        if len(seeds) > 1:  # one run per game: every bootstrap draw is that run, a zero-width "interval"
+            row["ours_low"], row["ours_high"] = iqm_interval(per_game)
         row["ours_seeds"] = [int(s) for s in seeds]
     for agent in agents:
         per_game = [[human_normalized(v, anchors["games"][n]["random"], anchors["games"][n]["human"])
@@ -305,10 +306,13 @@ def report_markdown(rep: dict) -> str:
                  + " | ".join(iq[1:]) + " |")
     lines.append("")
     for r in rep["iqm"]:
-        if r["ours"] is not None and r.get("ours_low") is not None:
+        if r["ours"] is not None and r.get("ours_low") is not None and len(r["ours_seeds"]) > 1:
             lines.append(f"IQM {spans[r['window'] - 1]}: {_fmt(r['ours'])}, 95% stratified-bootstrap interval "
                          f"[{_fmt(r['ours_low'])}, {_fmt(r['ours_high'])}] over seeds "
                          f"{', '.join(map(str, r['ours_seeds']))} (each anchor's over its 5 seeds, the same way).")
+        elif r["ours"] is not None:
+            lines.append(f"IQM {spans[r['window'] - 1]}: {_fmt(r['ours'])} over seed {r['ours_seeds'][0]} (one seed: "
+                         "no interval; two or more give one).")
     for i in range(n):
         wins = [name for name, g in rep["games"].items() if name in IQM_GAMES and len(g["windows"]) > i
                 and g["windows"][i]["complete"] and g["windows"][i]["mean"] is not None

@@ -119,6 +119,24 @@ def test_report_gives_each_window_the_mean_and_range_over_seeds_and_the_iqm_inte
     assert f"[{S._fmt(a['BattleZone']['random'])}, {S._fmt(a['BattleZone']['human'])}]" in md
 
 
+def test_a_one_seed_suite_gives_its_iqm_without_an_interval(tmp_path):
+    """With one run per game the bootstrap can only redraw that run: its "interval" is the point.
+    The report gives the IQM of one seed with no interval (as results.md does), and says why."""
+    a = S.load_anchors()["games"]
+    R.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []})
+    for name in S.IQM_GAMES:
+        _games(tmp_path / "seed1" / name, [a[name]["random"] + 0.5 * (a[name]["human"] - a[name]["random"])] * 2)
+    rep = S.write_report(tmp_path)
+    row = rep["iqm"][0]
+    assert row["ours_seeds"] == [1] and row["ours"] == pytest.approx(0.5)
+    assert row["ours_low"] is None and row["ours_high"] is None
+    md = (tmp_path / "suite_report.md").read_text()
+    iqm_cell = next(line for line in md.splitlines() if line.startswith("| **IQM")).split(" | ")[3]
+    assert iqm_cell == "**0.50 / 0.50**", iqm_cell
+    assert "95% stratified-bootstrap interval" not in md
+    assert "IQM 0k-250k: 0.50 over seed 1 (one seed: no interval; two or more give one)." in md
+
+
 def test_a_report_reads_a_suite_folder_from_before_seeds(tmp_path):
     """A suite trained before seeds had folders: its games sit in the suite's folder (docs/data's
     seed-1 games, laid out so)."""
