@@ -230,10 +230,12 @@ def mario_report(suite_dir: str | Path) -> dict:
         run_dir = d / game_name(options["env"])
         if d.name[4:].isdigit() and run_dir.is_dir():
             seeds[d.name[4:]] = seed_report(run_dir, options["steps"])
-    played = [s["plays"]["episodes"] for s in seeds.values() if s["plays"]]
+    # each seed's plays count their own games (a later --play-games replays only the seeds it
+    # reaches); "episodes" is the one count every seed played, None where they differ
+    played = {s["plays"]["episodes"] for s in seeds.values() if s["plays"]}
     return {"suite": "mario", "env": options["env"], "options": options, "recipe": recipe,
             "recipe_text": recipe_text(recipe, options["env"]), "seeds": seeds,
-            "episodes": played[0] if played else EVAL_GAMES,
+            "episodes": played.pop() if len(played) == 1 else None if played else EVAL_GAMES,
             "noisy_epsilon": NOISY_EPSILON, "machine": machine()}
 
 
@@ -245,8 +247,10 @@ def mario_markdown(rep: dict, curves: bool = True) -> str:
     """The suite's report; ``curves``: with each seed's flags by agent steps (the suite's own
     report has them; the page of record keeps to the kept weights' plays)."""
     o = rep["options"]
-    lines = [f"Suite mario on {rep['env']}: each seed's kept weights played again on {rep['episodes']} fresh games "
-             f"greedy and {rep['episodes']} at epsilon {rep['noisy_epsilon']:g}. Recipe: {rep['recipe_text']} "
+    games = (f"{rep['episodes']} fresh games greedy and {rep['episodes']}" if rep["episodes"] is not None
+             else "fresh games (each seed's count in its row) greedy and as many")
+    lines = [f"Suite mario on {rep['env']}: each seed's kept weights played again on {games} at epsilon "
+             f"{rep['noisy_epsilon']:g}. Recipe: {rep['recipe_text']} "
              f"(options: {' '.join(o['train_args']) or 'none'}), {o['steps']:,} agent steps a seed"
              + (f" or {o['minutes']:g} min" if o.get("minutes") else "") + ".", "",
              "| seed | flags greedy | flags at epsilon | mean distance greedy / at epsilon | kept weights: agent steps "
@@ -255,7 +259,8 @@ def mario_markdown(rep: dict, curves: bool = True) -> str:
     for seed, s in rep["seeds"].items():
         p = s["plays"] or {}
         g, e = p.get("greedy"), p.get("noisy")
-        lines.append(f"| {seed} | {_n(g and g['flags'])}/{rep['episodes']} | {_n(e and e['flags'])}/{rep['episodes']} | "
+        of = f"/{p.get('episodes') or rep['episodes'] or EVAL_GAMES}"  # its own plays' games
+        lines.append(f"| {seed} | {_n(g and g['flags'])}{of} | {_n(e and e['flags'])}{of} | "
                      f"{_n(g and g['distance_mean'])} / {_n(e and e['distance_mean'])} | "
                      f"{_n(s['kept_agent_steps'])} ({_n(s['kept_minutes'], '{:.1f}')}) | "
                      f"{_n(s['agent_steps'])} ({_n(s['minutes'], '{:.1f}')}){'' if s['done'] else ' *'} |")

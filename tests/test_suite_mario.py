@@ -90,6 +90,27 @@ def test_report_gives_flags_kept_weights_and_where_the_games_ended(tmp_path):
     assert (tmp_path / "suite_report.png").stat().st_size > 10_000
 
 
+def test_each_seed_is_counted_over_the_games_its_own_kept_weights_played(tmp_path):
+    """Seed 1's kept weights played 10 games, seed 2's 20 (--play-games 20 on a later call): each
+    row counts its own games (18/20, not 18/10), on the page and in the README's row."""
+    from bench import results as RS
+
+    R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 800_000, "minutes": None,
+                                 "train_args": []}, R.resolved_recipe(STAGE, []))
+    _seed(tmp_path, 1, [True] * 9 + [False])
+    _seed(tmp_path, 2, [True] * 18 + [False] * 2)
+    rep = M.mario_report(tmp_path)
+    md = M.mario_markdown(rep)
+    assert "| 1 | 9/10 | 9/10 |" in md and "| 2 | 18/20 | 18/20 |" in md, md
+    assert "kept weights played again on fresh games (each seed's count in its row)" in md
+    row = RS.mario_row([{"greedy": 9, "noisy": 9, "episodes": 10, "kept_at": 600_000},
+                        {"greedy": 18, "noisy": 18, "episodes": 20, "kept_at": 600_000}])
+    assert "the flag in 9/10, 18/20 greedy, 9/10, 18/20 at epsilon 0.05" in row and "20 fresh games" not in row, row
+    # one count for every seed: said once, as before
+    assert RS.mario_row([{"greedy": 9, "noisy": 8, "episodes": 10, "kept_at": 600_000}] * 2).startswith(
+        "each seed's kept weights, played again on 10 fresh games: the flag in 9, 9 greedy, 8, 8 at epsilon 0.05")
+
+
 def test_report_reads_the_screenings_of_the_second_half_and_leaves_out_confirmations(tmp_path):
     R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 800_000, "minutes": None,
                                  "train_args": []}, R.resolved_recipe(STAGE, []))
