@@ -12,7 +12,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from .suite_runs import NOT_RECIPE, recipe_flags, recorded_recipe, resolved_recipe, run_record
+from .suite_runs import NOT_RECIPE, as_flag_value, recipe_flags, recorded_recipe, resolved_recipe, run_record
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 DATA = DOCS / "data"
@@ -151,10 +151,12 @@ def atari_suite(src: Source) -> dict:
     from . import suite as S
 
     suite_dir = DATA / src.runs[0]
-    rep = S.suite_report(suite_dir)
+    # a run of another recipe than today's command is in no figure: the report leaves it out
+    rep = S.suite_report(suite_dir, lambda run: recipe_differs(run, S.SUITES["atari5"][0], src.args))
+    other = {str((suite_dir / run).relative_to(DATA)): d for run, d in rep["left_out"].items()}
     folders = S.seed_folders(suite_dir, rep["options"])
-    runs = [folder / g for folder in folders.values() for g in rep["games"] if (folder / g).is_dir()]
-    other = {str(r.relative_to(DATA)): d for r in runs if (d := recipe_differs(r, S.SUITES["atari5"][0], src.args))}
+    runs = [folder / g for folder in folders.values() for g in rep["games"]
+            if (folder / g).is_dir() and str((folder / g).relative_to(suite_dir)) not in rep["left_out"]]
     trained_on = where_trained(runs)
     lines = ["| game | ours, 250k-500k (mean over seeds) | Dopamine CNN QR-DQN | Impala QR-DQN |", "|---|---|---|---|"]
     above = 0
@@ -235,20 +237,37 @@ def mario_suite(src: Source) -> dict:
     if not (suite_dir / "suite.json").is_file():
         return {"lines": ["No Mario suite run of today's defaults is in docs/data yet."], "other": {},
                 "summary": []}
-    rep = M.mario_report(suite_dir)
-    lines, other, kept = [], {}, []
-    for line in M.mario_markdown(rep, curves=False).splitlines():
-        lines.append(line)
+    # a seed of another recipe than today's command is in no figure: the report leaves it out
+    rep = M.mario_report(suite_dir, lambda run: recipe_differs(run, src.env, src.args))
+    other = {str((suite_dir / run).relative_to(DATA)): d for run, d in rep["left_out"].items()}
+    if not rep["seeds"]:
+        return {"lines": [f"No figure of today's recipe yet: {none_kept(rep['left_out'], src)}."], "other": other,
+                "summary": []}
+    lines, kept = M.mario_markdown(rep, curves=False, left_out=False).splitlines(), []
     for seed in rep["seeds"]:
-        run = suite_dir / f"seed{seed}" / "SuperMarioBros-1-1"
-        if d := recipe_differs(run, src.env, src.args):
-            other[str(run.relative_to(DATA))] = d
         one = rep["seeds"][seed]
         p = one["plays"] or {}
         kept.append({"seed": seed, "greedy": (p.get("greedy") or {}).get("flags"),
                      "noisy": (p.get("noisy") or {}).get("flags"), "episodes": p.get("episodes"),
                      "kept_at": one["kept_agent_steps"]})
     return {"lines": lines, "other": other, "summary": kept}
+
+
+def none_kept(left_out: dict[str, list[str]], src: Source) -> str:
+    """Why a suite of record gives no figure: its runs (``left_out``: "seedN/GAME" -> the flags
+    each trained with) all trained another recipe, with those flags beside today's values where
+    every run differs the same way; or it has no run."""
+    seeds = sorted(int(Path(run).parent.name[4:]) for run in left_out)
+    if not seeds:
+        return "no seed of the suite has trained yet"
+    ways = {tuple(d) for d in left_out.values()}
+    how = ""
+    if len(ways) == 1:
+        flags, today = list(ways.pop()), resolved_recipe(src.env, list(src.args))
+        now = [f"{f} {as_flag_value(today[f.lstrip('-').replace('-', '_')])}" for f in flags[0::2]]
+        how = f" ({' '.join(flags)}; today's command trains {' '.join(now)})"
+    return (f"the suite's runs on record (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}) trained "
+            f"another recipe{how}, each listed under \"Runs left out\" below")
 
 
 KINDS = {"atari_suite": atari_suite, "pong_long": pong_long, "time_to_score": time_to_score,
@@ -299,7 +318,9 @@ def readme_table(results: list[tuple[Source, dict]]) -> str:
             seeds = ", ".join(str(r["seed"]) for r in s) or "-"
         else:
             done = [r for r in s if r["greedy"] is not None]
-            what = mario_row(done) if done else "not yet measured on the Mario suite"
+            what = (mario_row(done) if done else
+                    "not measured with today's defaults yet (the runs on record trained another recipe)" if res["other"]
+                    else "not yet measured on the Mario suite")
             seeds = ", ".join(str(r["seed"]) for r in done) or "-"
         out.append(f"| [{src.title}](docs/results.md) | {what} | {seeds} |")
     out.append(END)

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from config_optimized import ConfigError
 
 from .suite_runs import (GAME_FILE, OWN_FLAGS, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir,
-                         game_name, mark_done, minutes_at, parse_seeds, pinned_args, read_json, recipe_text,
-                         recipe_args, resolved_recipe, run_record, say_pinned, suite_dir_name, train_games, trained_on,
-                         without_seed, write_report_files)
+                         game_name, mark_done, minutes_at, other_recipe, parse_seeds, pinned_args, read_json,
+                         recipe_args, recipe_text, resolved_recipe, run_record, runs_recipe, say_pinned, suite_dir_name,
+                         train_games, trained_on, without_seed, write_report_files)
 from .suite_stats import iqm, iqm_interval
 from .time_to_score import training_config
 
@@ -202,9 +204,12 @@ def over_seeds(runs: dict[int, dict], n_windows: int) -> list[dict]:
     return out
 
 
-def suite_report(suite_dir: str | Path) -> dict:
+def suite_report(suite_dir: str | Path, differs: Callable[[Path], list[str]] | None = None) -> dict:
     """Read every game's runs in the suite's folder, seed by seed: windows, minutes, and the IQM
-    over games and seeds (with its interval) beside the anchors."""
+    over games and seeds (with its interval) beside the anchors. A run of another recipe is in
+    no figure (``left_out``: each, by its folder in the suite's, with the flags it trained with):
+    ``differs(run_dir)`` names those flags ([] for a run that counts); by default each game's run
+    record is compared with the suite's recipe (``suite.json``'s, else the one its games agree on)."""
     from .common import machine
 
     suite_dir = Path(suite_dir)
@@ -213,11 +218,17 @@ def suite_report(suite_dir: str | Path) -> dict:
     recipe = options.pop("recipe", None)
     anchors = load_anchors()
     folders = seed_folders(suite_dir, options)
+    every = [folder / game_name(env) for folder in folders.values() for env in SUITES[options["suite"]]
+             if (folder / game_name(env)).is_dir()]
+    if differs is None:
+        suites = recipe if recipe is not None else runs_recipe(suite_dir, every)
+        differs = partial(other_recipe, recipe=suites)
+    left_out = {str(run.relative_to(suite_dir)): d for run in every if (d := differs(run))}
     games = {}
     for env in SUITES[options["suite"]]:
         name = game_name(env)
         runs = {seed: seed_run(folder / name, options["steps"]) for seed, folder in folders.items()
-                if (folder / name).is_dir()}
+                if (folder / name).is_dir() and str((folder / name).relative_to(suite_dir)) not in left_out}
         n = max((len(r["windows"]) for r in runs.values()), default=0)
         a = anchors["games"].get(name, {"random": None, "human": None, "dopamine": {}})
         first = next(iter(runs.values()), {})
@@ -232,6 +243,7 @@ def suite_report(suite_dir: str | Path) -> dict:
     iqms = [iqm_row(games, folders, i, anchors, agents) for i in range(n_windows)]
     return {"suite": options["suite"], "options": options, "recipe": recipe,
             "recipe_text": recipe_text(recipe, SUITES[options["suite"]][0]), "seeds": list(folders), "window": WINDOW,
+            "left_out": left_out,
             "games": games, "iqm": iqms, "agents": agents, "anchor_source": anchors["dopamine"]["source"],
             "machine": machine()}
 
@@ -322,6 +334,9 @@ def report_markdown(rep: dict) -> str:
         lines.append(f"Window {spans[i]}: ours (mean over seeds) above CNN QR-DQN on {len(wins)} of {played} "
                      "finished Atari-5 games"
                      + (f" ({', '.join(wins)})" if wins else "") + ".")
+    if rep.get("left_out"):
+        lines.append("Left out (another recipe than the suite's): "
+                     + "; ".join(f"{run}, trained with {' '.join(d)}" for run, d in rep["left_out"].items()) + ".")
     lines.append("")
     machines: dict[str, list[str]] = {}
     for name, g in rep["games"].items():

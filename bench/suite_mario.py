@@ -14,14 +14,16 @@ trained side by side learn per agent step as alone; their minutes are each a sha
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from config_optimized import ConfigError
 
 from .suite_runs import (GAME_FILE, SUITE_FILE, GameRun, claim_suite_dir, game_counters, game_dir, game_name,
-                         mark_done, minutes_at, parse_seeds, pinned_args, read_json, recipe_args, recipe_text,
-                         resolved_recipe, run_record, say_pinned, suite_dir_name, train_games, trained_on,
-                         without_seed, write_report_files)
+                         mark_done, minutes_at, other_recipe, parse_seeds, pinned_args, read_json, recipe_args,
+                         recipe_text, resolved_recipe, run_record, runs_recipe, say_pinned, suite_dir_name, train_games,
+                         trained_on, without_seed, write_report_files)
 from .time_to_score import training_config
 
 STAGE = "SuperMarioBros-1-1-v0"
@@ -217,24 +219,34 @@ def seed_report(run_dir: Path, steps: int) -> dict:
             "curve": curve}
 
 
-def mario_report(suite_dir: str | Path) -> dict:
-    """Every seed's run in the suite's folder: its plays, its kept weights, its minutes."""
+def mario_report(suite_dir: str | Path, differs: Callable[[Path], list[str]] | None = None) -> dict:
+    """Every seed's run in the suite's folder: its plays, its kept weights, its minutes. A run of
+    another recipe is in no figure (``left_out``: each, by its folder in the suite's, with the
+    flags it trained with): ``differs(run_dir)`` names those flags ([] for a run that counts); by
+    default each seed's run record is compared with the suite's recipe (``suite.json``'s, else the
+    one its seeds agree on)."""
     from .common import machine
 
     suite_dir = Path(suite_dir)
     options = read_json(suite_dir / SUITE_FILE, "the suite's options",
                         "delete it and run the suite again with the options its seeds trained with")
     recipe = options.pop("recipe", None)
-    seeds = {}
-    for d in sorted(suite_dir.glob("seed*"), key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else -1):
-        run_dir = d / game_name(options["env"])
-        if d.name[4:].isdigit() and run_dir.is_dir():
-            seeds[d.name[4:]] = seed_report(run_dir, options["steps"])
+    runs = {d.name[4:]: d / game_name(options["env"])
+            for d in sorted(suite_dir.glob("seed*"), key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else -1)
+            if d.name[4:].isdigit() and (d / game_name(options["env"])).is_dir()}
+    if differs is None:
+        differs = partial(other_recipe, recipe=recipe if recipe is not None else runs_recipe(suite_dir, [*runs.values()]))
+    seeds, left_out = {}, {}
+    for seed, run_dir in runs.items():
+        if diff := differs(run_dir):
+            left_out[str(run_dir.relative_to(suite_dir))] = diff
+        else:
+            seeds[seed] = seed_report(run_dir, options["steps"])
     # each seed's plays count their own games (a later --play-games replays only the seeds it
     # reaches); "episodes" is the one count every seed played, None where they differ
     played = {s["plays"]["episodes"] for s in seeds.values() if s["plays"]}
     return {"suite": "mario", "env": options["env"], "options": options, "recipe": recipe,
-            "recipe_text": recipe_text(recipe, options["env"]), "seeds": seeds,
+            "recipe_text": recipe_text(recipe, options["env"]), "seeds": seeds, "left_out": left_out,
             "episodes": played.pop() if len(played) == 1 else None if played else EVAL_GAMES,
             "noisy_epsilon": NOISY_EPSILON, "machine": machine()}
 
@@ -243,9 +255,10 @@ def _n(x, fmt="{:,.0f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-def mario_markdown(rep: dict, curves: bool = True) -> str:
+def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str:
     """The suite's report; ``curves``: with each seed's flags by agent steps (the suite's own
-    report has them; the page of record keeps to the kept weights' plays)."""
+    report has them; the page of record keeps to the kept weights' plays); ``left_out``: with the
+    runs of another recipe than the suite's named (the page of record lists its own)."""
     o = rep["options"]
     games = (f"{rep['episodes']} fresh games greedy and {rep['episodes']}" if rep["episodes"] is not None
              else "fresh games (each seed's count in its row) greedy and as many")
@@ -266,6 +279,9 @@ def mario_markdown(rep: dict, curves: bool = True) -> str:
                      f"{_n(s['agent_steps'])} ({_n(s['minutes'], '{:.1f}')}){'' if s['done'] else ' *'} |")
     if not all(s["done"] for s in rep["seeds"].values()):
         lines += ["", "`*`: still training; its plays, if any, are of weights kept so far."]
+    if left_out and rep.get("left_out"):
+        lines += ["", "Left out (another recipe than the suite's): "
+                  + "; ".join(f"{run}, trained with {' '.join(d)}" for run, d in rep["left_out"].items()) + "."]
     screens = [(seed, s["screens"]) for seed, s in rep["seeds"].items() if s.get("screens")]
     if screens:
         lines += ["", "The runs' own periodic screenings over their second half (unselected, unlike the kept "

@@ -165,11 +165,39 @@ def recipe_flags(recorded: dict, current: dict) -> list[str]:
     return out
 
 
+def runs_recipe(suite_dir: Path, runs: list[Path]) -> dict | None:
+    """The recipe the games ``runs`` of a suite folder recorded (their run records), for a folder
+    whose ``suite.json`` records none (from before suites recorded it); None where none kept a
+    record. Every game's must agree: taking the first's would make it the suite's unchecked, and
+    the games of another recipe would then count in its figures. Raises ConfigError naming the
+    games that differ from the first."""
+    found = [(Path(run), rec) for run in runs if (rec := recorded_recipe(run)) is not None]
+    if not found:
+        return None
+    (first, recipe), others = found[0], found[1:]
+    apart = [f"{run.relative_to(suite_dir)} trained with {' '.join(diff)}" for run, rec in others
+             if (diff := recipe_flags(rec, recipe))]
+    if apart:
+        raise ConfigError(f"{suite_dir} records no recipe (a suite folder from before suites recorded theirs) and its "
+                          f"games trained more than one: {', '.join(apart)}, unlike {first.relative_to(suite_dir)}; "
+                          "move the games of the recipe you do not want out of it and run again")
+    return recipe
+
+
+def other_recipe(run_dir: Path, recipe: dict | None) -> list[str]:
+    """The flags by which the game ``run_dir`` trained another recipe than ``recipe`` (its run
+    record's settings where they differ); [] where it trained that one, or where either is not
+    recorded (nothing to compare)."""
+    recorded = recorded_recipe(run_dir) if recipe is not None else None
+    return recipe_flags(recorded, recipe) if recorded is not None else []
+
+
 def claim_suite_dir(suite_dir: Path, options: dict, recipe: dict | None = None, first_runs: list[Path] = ()) -> dict:
     """Write the suite's options (and its recipe) into its folder, or refuse a folder that holds
     another suite; returns the recipe its games train. The recipe is the one its first game
-    recorded: ``recipe.json``'s where the folder has one, else the run record of a game already
-    started (``first_runs``: a folder from before suites recorded it), else ``recipe``, today's."""
+    recorded: ``recipe.json``'s where the folder has one, else the one the run records of the games
+    already started agree on (``first_runs``: a folder from before suites recorded it; refused
+    where they differ, ``runs_recipe``), else ``recipe``, today's."""
     from pipeline.records.record import write_json
 
     path = Path(suite_dir) / SUITE_FILE
@@ -184,11 +212,9 @@ def claim_suite_dir(suite_dir: Path, options: dict, recipe: dict | None = None, 
                               "Run it with the same options to continue it, or give another --runs-dir")
         if "recipe" in saved:
             return saved["recipe"]
-    for run_dir in first_runs:
-        found = recorded_recipe(run_dir)
-        if found is not None:
-            recipe = found
-            break
+    found = runs_recipe(Path(suite_dir), list(first_runs))
+    if found is not None:
+        recipe = found
     Path(suite_dir).mkdir(parents=True, exist_ok=True)
     write_json(path, {**options, "recipe": recipe} if recipe is not None else options)
     return recipe

@@ -89,3 +89,66 @@ def test_the_suites_runs_are_named_under_their_machine_precision_and_commit(tmp_
     assert RS.where_trained(runs) == ("AMD EPYC (family 26 model 2), bf16, commit 987b3bb (seed 1: Qbert); "
                                       "AMD EPYC (family 26 model 2), fp32, commit 6eff6d1 (seed 2: Qbert; "
                                       "seed 3: Phoenix, Qbert)")
+
+
+def _suite_copy(tmp_path, monkeypatch, kind: str):
+    """A copy of a suite of record's data under ``tmp_path``, read by bench/results.py in its place."""
+    src = next(s for s in RS.SOURCES if s.kind == kind)
+    shutil.copytree(RS.DATA / src.runs[0], tmp_path / src.runs[0])
+    monkeypatch.setattr(RS, "DATA", tmp_path)
+    return src, tmp_path / src.runs[0]
+
+
+def _set_config(run, **values):
+    """The settings of a run's first start (a resumed run keeps it under "previous") changed."""
+    record = json.loads((run / "config.json").read_text())
+    (record.get("previous") or [record])[0]["config"].update(values)
+    (run / "config.json").write_text(json.dumps(record))
+
+
+def test_an_atari_suite_run_of_another_recipe_is_out_of_every_figure(tmp_path, monkeypatch):
+    """Seed 2's Qbert run recorded with another replay ratio: listed as left out, and out of the
+    Qbert row's seeds and mean, the IQM (seed 2 no longer has every game) and where it trained."""
+    src, suite = _suite_copy(tmp_path, monkeypatch, "atari_suite")
+    before = RS.atari_suite(src)
+    assert before["other"] == {} and before["summary"]["seeds"] == [1, 2, 3]
+    _set_config(suite / "seed2" / "Qbert", replay_ratio=4.0)
+    res = RS.atari_suite(src)
+    assert res["other"] == {f"{src.runs[0]}/seed2/Qbert": ["--replay-ratio", "4.0"]}
+    qbert = next(line for line in res["lines"] if line.startswith("| Qbert |"))
+    assert "(2 seeds)" in qbert and qbert != next(line for line in before["lines"] if line.startswith("| Qbert |"))
+    assert res["summary"]["seeds"] == [1, 3] and res["summary"]["iqm"] != before["summary"]["iqm"]
+    assert "over seeds 1, 3;" in "\n".join(res["lines"])
+    trained = next(line for line in res["lines"] if line.startswith("Trained on:"))
+    assert "seed 2: Qbert" not in trained and "seed 2: Phoenix" in trained
+    table = RS.readme_table([(src, res)])
+    assert f"IQM {res['summary']['iqm']:.2f}" in table and "| 1, 3 |" in table
+
+
+def test_a_mario_seed_of_another_recipe_is_out_of_every_figure(tmp_path, monkeypatch):
+    """Seeds 2 and 3 trained today's recipe, seed 1 another: seed 1 is listed as left out and is
+    in no row, no figure and no seed list of the page or the README; with every seed of another
+    recipe, the page says so and gives no figure."""
+    src, suite = _suite_copy(tmp_path, monkeypatch, "mario_suite")
+    today = RS.resolved_recipe(src.env, list(src.args))
+    for seed in (2, 3):
+        _set_config(suite / f"seed{seed}" / "SuperMarioBros-1-1", confirm_episodes=today["confirm_episodes"])
+    _set_config(suite / "seed1" / "SuperMarioBros-1-1", confirm_episodes=today["confirm_episodes"], gamma=0.95)
+    res = RS.mario_suite(src)
+    assert res["other"] == {f"{src.runs[0]}/seed1/SuperMarioBros-1-1": ["--gamma", "0.95"]}
+    assert [r["seed"] for r in res["summary"]] == ["2", "3"]
+    page = "\n".join(res["lines"])
+    assert "| 1 |" not in page and "Seed 1," not in page and "seed 1 from" not in page and "(seed 1)" not in page
+    assert "| 2 |" in page and "| 3 |" in page
+    row = next(line for line in RS.readme_table([(src, res)]).splitlines() if line.startswith("| [Mario"))
+    assert row.endswith("| 2, 3 |") and "the flag in 10, 9 greedy" in row, row
+
+    _set_config(suite / "seed2" / "SuperMarioBros-1-1", gamma=0.95)
+    _set_config(suite / "seed3" / "SuperMarioBros-1-1", gamma=0.95)
+    res = RS.mario_suite(src)
+    assert len(res["other"]) == 3 and res["summary"] == []
+    assert res["lines"] == ["No figure of today's recipe yet: the suite's runs on record (seeds 1, 2, 3) trained "
+                            "another recipe (--gamma 0.95; today's command trains --gamma 0.9), each listed under "
+                            "\"Runs left out\" below."]
+    row = next(line for line in RS.readme_table([(src, res)]).splitlines() if line.startswith("| [Mario"))
+    assert row.endswith("| not measured with today's defaults yet (the runs on record trained another recipe) | - |")

@@ -190,6 +190,58 @@ def test_a_folder_from_before_recipes_takes_its_first_games_recorded_recipe(tmp_
     assert json.loads((tmp_path / R.SUITE_FILE).read_text())["recipe"] == recipe
 
 
+def _record(run: Path, env: str, **changed) -> None:
+    """A run record (config.json) of today's recipe for ``env``, with ``changed`` settings."""
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "config.json").write_text(json.dumps({"config": {**R.resolved_recipe(env, []), "env": env, **changed},
+                                                 "git_commit": "0" * 40}))
+
+
+def test_a_game_of_another_recipe_than_the_suites_is_out_of_the_report(tmp_path):
+    """Seed 2's Qbert recorded another replay ratio than the suite's recipe: it is in no figure
+    (Qbert's seeds and mean, the IQM, which seed 2 no longer has every game for) and the report
+    names it with the flags it trained with."""
+    a = S.load_anchors()["games"]
+    env = S.SUITES["atari5"][0]
+    R.claim_suite_dir(tmp_path, {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []},
+                      R.resolved_recipe(env, []))
+    for seed, frac in ((1, 1.0), (2, 0.0)):
+        for name in S.IQM_GAMES:
+            run = tmp_path / f"seed{seed}" / name
+            _games(run, [a[name]["random"] + frac * (a[name]["human"] - a[name]["random"])] * 2)
+            _record(run, env, **({"replay_ratio": 4.0} if (seed, name) == (2, "Qbert") else {}))
+    rep = S.write_report(tmp_path)
+    assert rep["left_out"] == {"seed2/Qbert": ["--replay-ratio", "4.0"]}
+    assert list(rep["games"]["Qbert"]["seeds"]) == ["1"] and rep["games"]["Qbert"]["windows"][0]["seeds"] == 1
+    assert rep["games"]["Qbert"]["windows"][0]["mean"] == pytest.approx(a["Qbert"]["human"])
+    assert rep["games"]["Phoenix"]["windows"][0]["seeds"] == 2
+    assert rep["iqm"][0]["ours_seeds"] == [1] and rep["iqm"][0]["ours"] == pytest.approx(1.0)
+    md = (tmp_path / "suite_report.md").read_text()
+    assert "Left out (another recipe than the suite's): seed2/Qbert, trained with --replay-ratio 4.0." in md
+
+
+def test_a_folder_from_before_recipes_whose_games_trained_two_recipes_is_refused(tmp_path):
+    """suite.json without a recipe, and games whose run records differ: neither starting the next
+    game nor the report takes the first game's recipe as the suite's; one line names the game
+    that differs, how, and what to do."""
+    env = S.SUITES["atari5"][0]
+    options = {"suite": "atari5", "steps": 500_000, "minutes": None, "train_args": []}
+    (tmp_path / R.SUITE_FILE).write_text(json.dumps(options))
+    first, other = tmp_path / "seed1" / "BattleZone", tmp_path / "seed2" / "BattleZone"
+    _record(first, env)
+    _record(other, env, gamma=0.9)
+    refused = (r"records no recipe .* and its games trained more than one: seed2/BattleZone trained with --gamma 0.9, "
+               r"unlike seed1/BattleZone; move the games of the recipe you do not want out of")
+    with pytest.raises(ConfigError, match=refused):
+        R.claim_suite_dir(tmp_path, options, R.resolved_recipe(env, []), [first, other])
+    assert "recipe" not in json.loads((tmp_path / R.SUITE_FILE).read_text())
+    with pytest.raises(ConfigError, match=refused):
+        S.suite_report(tmp_path)
+    _record(other, env)  # the same recipe: taken, and the report reads both
+    assert R.claim_suite_dir(tmp_path, options, {"replay_ratio": 1.0}, [first, other]) == R.recorded_recipe(first)
+    assert S.suite_report(tmp_path)["left_out"] == {}
+
+
 def test_the_report_prints_the_recipe_not_the_defaults(tmp_path):
     options = {"suite": "quick", "steps": 1500, "minutes": None, "train_args": []}
     R.claim_suite_dir(tmp_path, options, {**R.resolved_recipe(CATCH, []), "gamma": 0.9})
