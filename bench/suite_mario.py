@@ -167,11 +167,10 @@ def flag_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
     games (the online weights exploring, which the screenings do not play) that reached the flag
     since the screening before. Two recipes compare on it at equal agent steps, row by row.
     ``rows``: the run's games (episodes.jsonl). Empty where no screening is recorded."""
-    from pipeline.records.files import EVALS_NAME
-    from pipeline.records.metrics import read_jsonl
+    from pipeline.evaluation.periodic_eval import read_evals
 
     try:
-        evals = read_jsonl(run_dir / EVALS_NAME)
+        evals = read_evals(run_dir)  # one timeline: an evaluation a resume played again counts once
     except FileNotFoundError:
         return []
     curve: list[dict] = []

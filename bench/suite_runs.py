@@ -260,14 +260,13 @@ def stopped_at_flag(run_dir: Path) -> bool:
     """The run stopped itself with a finished agent (``--stop-at-flag``, Mario): a confirmation
     that kept its weights reached the flag in enough greedy games (``finished_play``). Such a run
     is done short of its steps."""
-    from pipeline.evaluation.periodic_eval import finished_play
+    from pipeline.evaluation.periodic_eval import finished_play, read_evals
     from pipeline.records.files import EVALS_NAME
-    from pipeline.records.metrics import read_jsonl
 
     if not (run_dir / EVALS_NAME).is_file() or not (recorded_recipe(run_dir) or {}).get("stop_at_flag"):
         return False
     best = float("-inf")
-    for row in read_jsonl(run_dir / EVALS_NAME):
+    for row in read_evals(run_dir):  # one timeline: a killed run's rows that a resume played again are not read
         if row.get("phase") != "confirm" or row.get("score", float("-inf")) <= best:
             continue
         best = row["score"]

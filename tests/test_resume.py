@@ -305,6 +305,29 @@ def test_rows_a_killed_run_wrote_after_its_checkpoint_are_set_aside(tmp_path):
     assert not (run_dir / after_checkpoint_name(METRICS_NAME)).exists()
 
 
+def test_evaluations_a_killed_run_wrote_after_its_checkpoint_are_set_aside(tmp_path):
+    """A kill after the evaluation at 1,100 agent steps, with the checkpoint at 1,000: the resumed
+    run evaluates at 1,100 again, so the killed run's row would count twice (the Mario report's
+    screenings, the finished agent a suite reads). It moves to evals.after_checkpoint.jsonl."""
+    import json
+
+    from pipeline.records.files import EVALS_NAME, OTHER_FILES, after_checkpoint_name
+    from pipeline.records.metrics import read_jsonl
+
+    run_dir = tmp_path / "run"
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), amp=False, save_replay=False)
+    _save_run(run_dir, cfg, _learner(cfg), agent_steps=1000)
+    rows = [{"agent_steps": 500, "phase": "screen", "score": 0.5}, {"agent_steps": 500, "phase": "confirm", "score": 0.4},
+            {"agent_steps": 1100, "phase": "screen", "score": 0.9}]
+    (run_dir / EVALS_NAME).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    log = Log()
+    resume(run_dir, cfg, N_ACTIONS, _learner(cfg), Replay.of(400, 1, 4), log)
+    assert read_jsonl(run_dir / EVALS_NAME) == rows[:2]
+    assert read_jsonl(run_dir / after_checkpoint_name(EVALS_NAME)) == rows[2:]
+    assert any(f"{EVALS_NAME}: 1 row(s) written after the checkpoint at 1,000" in line for line in log), log
+    assert after_checkpoint_name(EVALS_NAME) in OTHER_FILES  # --overwrite clears it with the rest
+
+
 def test_a_bar_in_another_metric_starts_over_each_for_its_own_file(tmp_path):
     """best.pt's bar is in --score-metric, best_eval.pt's in what the evaluations score (Mario:
     flags): a checkpoint whose evaluation bar was in another metric starts that bar over, and

@@ -52,6 +52,11 @@ def _eval_row(steps: int, phase: str, greedy: int, noisy: int, games: int = 10) 
     return json.dumps({"agent_steps": steps, "phase": phase, "plays": plays}) + "\n"
 
 
+def _scored(row: str, score: float) -> str:
+    """An evaluations-file row with the score its evaluation kept weights by."""
+    return json.dumps({**json.loads(row), "score": score}) + "\n"
+
+
 def _seed(suite: Path, seed: int, flags: list[bool], steps: int = 800_000, kept_at: int = 600_000) -> Path:
     run = suite / f"seed{seed}" / "SuperMarioBros-1-1"
     run.mkdir(parents=True)
@@ -127,6 +132,31 @@ def test_report_reads_the_screenings_of_the_second_half_and_leaves_out_confirmat
     assert M.screen_flags(M.flag_curve(tmp_path, []), 0) is None  # no evaluations recorded
     M.write_mario_report(tmp_path)
     assert "seed 1 from 400,000: 19/20 greedy, 14/20 at 0.05." in (tmp_path / "suite_report.md").read_text()
+
+
+def test_evaluations_a_resume_played_again_count_once(tmp_path):
+    """A folder a killed run left before its evaluations were set aside on resume: checkpoint at
+    150k, evaluations at 100k and 200k (a finished confirmation among them), then the resumed run's
+    own at 200k. The report and the suite read the resumed run's timeline: from 150k 3/10, not
+    12/20, and no finished agent."""
+    R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 300_000, "minutes": None,
+                                 "train_args": []}, R.resolved_recipe(STAGE, []))
+    run = _seed(tmp_path, 1, [True] * 10, steps=300_000)
+    (run / "evals.jsonl").write_text(
+        _eval_row(100_000, "screen", 2, 1) + _eval_row(200_000, "screen", 9, 8)
+        + _scored(_eval_row(200_000, "confirm", 20, 18, 20), 10.0)    # the killed run's: played again below
+        + _eval_row(200_000, "screen", 3, 2))                          # the resumed run's
+    rep = M.mario_report(tmp_path)
+    assert rep["seeds"]["1"]["screens"] == {"since": 150_000, "games": 10, "greedy": 3, "noisy": 2}
+    assert [p["agent_steps"] for p in rep["seeds"]["1"]["curve"]] == [100_000, 200_000]
+    assert rep["seeds"]["1"]["curve"][1]["confirm"] is None
+    (run / "config.json").write_text(json.dumps({"config": {**R.resolved_recipe(STAGE, []), "env": STAGE},
+                                                 "git_commit": "0" * 40}))
+    assert not R.stopped_at_flag(run)
+    with open(run / "evals.jsonl", "a") as f:  # the resumed run's confirmation: a pending one played at resume
+        f.write(_scored(_eval_row(200_000, "confirm", 19, 10, 20), 9.5))
+    assert R.stopped_at_flag(run)
+    assert M.mario_report(tmp_path)["seeds"]["1"]["curve"][1]["confirm"] == {"games": 20, "greedy": 19, "noisy": 10}
 
 
 def test_report_gives_each_seeds_flags_by_agent_steps_with_confirmations_and_training_games(tmp_path):

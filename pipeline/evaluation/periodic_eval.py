@@ -109,6 +109,26 @@ def finished_play(plays: list[dict]) -> bool:
     return bool(flags) and sum(flags) >= FINISHED_SHARE * len(flags) - 1e-9
 
 
+def read_evals(run_dir: Path) -> list[dict]:
+    """The rows of a run's evals.jsonl on one timeline. A folder a killed run left before its
+    resume set such rows aside (``set_aside_rows_after``) holds the killed run's evaluations past
+    its checkpoint and then the resumed run's of the same agent steps: where a row goes back to
+    (or to the same) agent steps as rows before it, those earlier rows are the killed run's and
+    are dropped, so no evaluation counts twice. A confirmation follows its own screening at the
+    same agent steps, and stays. Raises FileNotFoundError where the run kept no evaluations."""
+    from ..records.metrics import read_jsonl
+
+    out: list[dict] = []
+    for row in read_jsonl(Path(run_dir) / EVALS_NAME):
+        steps = row.get("agent_steps", 0)
+        follows_its_screening = (row.get("phase") == "confirm" and out and out[-1].get("phase", "screen") == "screen"
+                                 and out[-1].get("agent_steps", 0) == steps)
+        while out and out[-1].get("agent_steps", 0) >= steps and not follows_its_screening:
+            out.pop()
+        out.append(row)
+    return out
+
+
 def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int, conn) -> None:
     import signal
 

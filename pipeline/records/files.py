@@ -49,7 +49,7 @@ FLAG_VIDEO_NAME = "flag.mp4"           # a flag run of best_eval.pt, filmed wher
 MODEL_CARD_NAME = "README.md"          # the Hub upload's model card
 LATEST_LINK = "latest"                 # runs/latest: the newest run under runs/
 TMP_SUFFIX = ".tmp"                    # atomic writes go to NAME.tmp, then are renamed over NAME
-AFTER_CHECKPOINT_SUFFIX = ".after_checkpoint.jsonl"  # episodes/metrics rows a killed run wrote past its checkpoint
+AFTER_CHECKPOINT_SUFFIX = ".after_checkpoint.jsonl"  # episodes/metrics/evals rows a killed run wrote past its checkpoint
 
 
 def after_checkpoint_name(name: str) -> str:
@@ -63,7 +63,7 @@ RUN_FILES = (CHECKPOINT_NAME, METRICS_NAME, EPISODES_NAME, LOG_NAME, RECORD_NAME
              EVALS_NAME, BEST_EVAL_NAME)
 # written by a run besides RUN_FILES (which mark a folder as a run's)
 OTHER_FILES = (CURVE_NAME, EVAL_NAME, EVAL_HISTORY_NAME, FLAG_VIDEO_NAME, CANDIDATE_NAME, PENDING_NAME,
-               TRACKING_ID_FILE, after_checkpoint_name(EPISODES_NAME), after_checkpoint_name(METRICS_NAME))
+               TRACKING_ID_FILE, *(after_checkpoint_name(n) for n in (EPISODES_NAME, METRICS_NAME, EVALS_NAME)))
 OTHER_FOLDERS = (TB_DIR, WANDB_DIR)
 # What --overwrite clears (with OTHER_FOLDERS): every file of a run, each with the NAME.tmp that a
 # write of it leaves where the run was killed before the rename (checkpoints, best*.pt, config.json,

@@ -15,8 +15,8 @@ from ..file_keys import current_keys
 from ..replay import Storage, snapshot
 from . import checkpoint as ckpt
 from .counters import RunCounters
-from .files import (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, EPISODES_NAME, METRICS_NAME, REPLAY_NAME, TMP_SUFFIX,
-                    after_checkpoint_name)
+from .files import (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, EPISODES_NAME, EVALS_NAME, METRICS_NAME, REPLAY_NAME,
+                    TMP_SUFFIX, after_checkpoint_name)
 
 
 def check_resume(cfg) -> None:
@@ -119,12 +119,13 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
 
 
 def set_aside_rows_after(run_dir: Path, agent_steps: int, log) -> None:
-    """A run stopped without a clean save (killed) may have written games and epochs after its last
-    checkpoint, and half a line at the end. The resumed run plays from the checkpoint again, so
-    those rows would stand twice in its timeline (the last-20 mean, the curves and the benchmarks'
-    milestones read the files in order), and its first appended row would join the half line and
-    be lost with it. They move, as written, to ``after_checkpoint_name(NAME)`` beside the file."""
-    for name in (EPISODES_NAME, METRICS_NAME):
+    """A run stopped without a clean save (killed) may have written games, epochs and evaluations
+    after its last checkpoint, and half a line at the end. The resumed run plays from the
+    checkpoint again, so those rows would stand twice in its timeline (the last-20 mean, the
+    curves, the benchmarks' milestones, the Mario report's screenings and the finished agent a
+    suite reads all go by the files in order), and its first appended row would join the half
+    line and be lost with it. They move, as written, to ``after_checkpoint_name(NAME)`` beside the file."""
+    for name in (EPISODES_NAME, METRICS_NAME, EVALS_NAME):
         path = run_dir / name
         if not path.exists():
             continue
