@@ -1,6 +1,10 @@
 """Evaluations during training: a screening that beats the best is confirmed on fresh games
 before its weights replace best_eval.pt, and only the confirmation's score is kept."""
+import contextlib
 import json
+import os
+import resource
+import signal
 
 import numpy as np
 import pytest
@@ -352,3 +356,48 @@ def test_an_evaluation_says_where_its_games_stood_still(tmp_path, monkeypatch):
     assert "flag in 1/2 greedy, 2/2 at 0.05 (1 stood still: x 3,154) games" in lines[-1]
     row = json.loads((tmp_path / EVALS_NAME).read_text().splitlines()[-1])
     assert row["plays"][0]["stood"] == [False, True]
+
+@contextlib.contextmanager
+def _files_up_to(limit: int):
+    """A "disk" that takes files up to ``limit`` bytes: a longer write fails with EFBIG."""
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing
+    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, old_limit[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
+        signal.signal(signal.SIGXFSZ, old_handler)
+
+
+def test_a_failed_write_of_where_the_evaluation_stood_is_one_line_and_the_stop_goes_on(evals):
+    """A stop cuts an evaluation short on a full disk: eval_pending.json cannot be written. The
+    stop goes on (the run's final checkpoint and replay are tried next, each saying what failed):
+    one line says the evaluation will not be played again, and nothing half-written is left."""
+    ev, save, script, asked, lines, run_dir = evals
+    script += [_Slow(_res([1.0, 1.0, 1.0]), 10**9)]
+    ev.start(save, 1000)
+    with _files_up_to(20):
+        ev.close()
+    assert ev.proc is None
+    assert sorted(p.name for p in run_dir.iterdir() if p.name.startswith("eval_")) == []
+    assert lines[-1] == ("[EVAL] The evaluation at 1,000 agent steps was stopped with the run; where it stood could "
+                         f"not be written ({run_dir / PENDING_NAME}: File too large), so --resume will not play it "
+                         "again; best_eval.pt stays")
+
+
+def test_where_the_evaluation_stood_is_on_disk_before_it_takes_its_name(evals, monkeypatch):
+    """eval_pending.json, as every JSON file a run keeps, is written to NAME.tmp, fsynced, then
+    renamed: a power cut after the rename cannot leave an empty or half file under its name."""
+    ev, save, script, asked, lines, run_dir = evals
+    script += [_Slow(_res([1.0, 1.0, 1.0]), 10**9)]
+    ev.start(save, 1000)
+    synced, real = [], os.fsync
+
+    def fsync(fd):
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), (run_dir / PENDING_NAME).exists()))
+        real(fd)
+    monkeypatch.setattr(os, "fsync", fsync)
+    ev.close()
+    assert (str(run_dir / (PENDING_NAME + ".tmp")), False) in synced
+    assert json.loads((run_dir / PENDING_NAME).read_text())["agent_steps"] == 1000

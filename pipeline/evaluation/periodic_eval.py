@@ -351,8 +351,16 @@ class PeriodicEval:
             candidate.unlink(missing_ok=True)
             return
         self._end()
-        write_json(self.run_dir / PENDING_NAME, {"phase": self.phase, "agent_steps": self.steps,
-                                                 "games_seed": self.games_seed, "screened": self.screened})
+        pending = self.run_dir / PENDING_NAME
+        try:
+            write_json(pending, {"phase": self.phase, "agent_steps": self.steps, "games_seed": self.games_seed,
+                                 "screened": self.screened})
+        except OSError as e:  # a full disk: the stop goes on to its final checkpoint, which says the same
+            candidate.unlink(missing_ok=True)  # weights no resume will play
+            self.log(f"[EVAL] The {self._what()} at {self.steps:,} agent steps was stopped with the run; where it "
+                     f"stood could not be written ({pending}: {e.strerror or e}), so --resume will not play it again; "
+                     "best_eval.pt stays")
+            return
         self.log(f"[EVAL] The {self._what()} at {self.steps:,} agent steps was stopped with the run; best_eval.pt "
                  "stays, and --resume plays it again first")
 

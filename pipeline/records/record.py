@@ -49,10 +49,21 @@ def run_record(cfg, hw, profile: str, reason: str, argv: list[str] | None = None
 
 
 def write_json(path: Path, data: dict) -> Path:
-    """A JSON file written whole or not at all (temp file, then rename)."""
+    """A JSON file written whole or not at all: to NAME.tmp, fsynced (a power cut after the rename
+    must not leave an empty file under the name: the rename can reach the disk before the data),
+    then renamed over NAME. A failed write (a full disk) raises its OSError and leaves no NAME.tmp."""
+    path = Path(path)
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=2, default=str)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
