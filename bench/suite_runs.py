@@ -278,14 +278,17 @@ def stopped_at_flag(run_dir: Path) -> bool:
 def game_state(run_dir: Path, steps: int, minutes: float | None) -> tuple[str, dict]:
     """("new" | "resume" | "done", its counters) of one game's run folder. A folder with run
     files but no checkpoint (killed before its first one) starts over; one stopped by a signal at
-    its length with updates still owed resumes to train them (``owed_updates``)."""
-    from pipeline.records.resume import owed_updates
+    its length with updates still owed resumes to train them (``owed_updates``), and one with an
+    evaluation the stop cut short resumes to play it (``owed_evaluation``: else it would judge
+    older kept weights)."""
+    from pipeline.records.resume import owed_evaluation, owed_updates
 
     counters, resumable = game_counters(run_dir)
     if minutes and counters.get("wall_s", 0.0) >= minutes * 60:
-        return "done", counters
+        return ("resume" if resumable and owed_evaluation(run_dir) else "done"), counters
     if counters.get("agent_steps", 0) >= steps:
-        return ("resume" if resumable and owed_updates(run_dir, counters) else "done"), counters
+        owed = resumable and (owed_updates(run_dir, counters) or owed_evaluation(run_dir))
+        return ("resume" if owed else "done"), counters
     if counters and stopped_at_flag(run_dir):
         return "done", counters
     return ("resume", counters) if resumable else ("new", {})

@@ -236,6 +236,38 @@ def test_updates_owed_at_a_signal_are_trained_by_the_resume(tmp_path):
     check_clean(proc, mark)
 
 
+def test_an_evaluation_cut_short_at_the_runs_length_is_played_by_the_resume(tmp_path):
+    """The stop at --total-steps waits for the running evaluation; a Ctrl-C during that wait keeps
+    it (its weights and where it stood). The resume at the same --total-steps plays it, keeps its
+    weights as its confirmation says, and stops; one more resume, with nothing owed, is refused."""
+    import json
+
+    run_dir, mark, lines = tmp_path / "run", uuid.uuid4().hex, []
+    args = [*CATCH, "--run-dir", str(run_dir), "--num-collectors", "1", "--total-steps", "3000"]
+    # a long evaluation from 1,000 agent steps: still playing when the run reaches 3,000
+    proc = start([*args, "--eval-interval", "1000", "--eval-episodes", "100000"], mark)
+    assert read_until(proc, "to report before stopping (Ctrl-C stops it)", lines), "".join(lines)[-3000:]
+    out = _stop(proc, lines)
+    assert proc.returncode == 0 and "Stopped (SIGINT)" in out, out[-3000:]
+    assert "was stopped with the run; best_eval.pt stays, and --resume plays it again first" in out, out[-3000:]
+    at = json.loads((run_dir / "eval_pending.json").read_text())["agent_steps"]
+    steps = ckpt.load(run_dir / "checkpoint.pt")["counters"]["agent_steps"]
+    assert steps >= 3000 and 1000 <= at < steps and not (run_dir / "best_eval.pt").exists()
+
+    proc, out = run([*args, "--resume", "--eval-episodes", "3"], mark)
+    assert proc.returncode == 0, out[-3000:]
+    assert f"it plays the evaluation at {at:,} agent steps that the last stop cut short, then stops" in out
+    assert f"Playing again the evaluation at {at:,} agent steps that the last stop cut short" in out
+    assert f"Stopped (total_steps) at {steps:,} agent steps" in out, out[-3000:]
+    rows = [json.loads(line) for line in (run_dir / "evals.jsonl").read_text().splitlines()]
+    assert [(r["agent_steps"], r["phase"]) for r in rows] == [(at, "screen"), (at, "confirm")]
+    assert ckpt.load(run_dir / "best_eval.pt")["best"]["agent_steps"] == at
+    assert not (run_dir / "eval_pending.json").exists() and not (run_dir / "eval_candidate.pt").exists()
+    proc, out = run([*args, "--resume"], mark)
+    assert proc.returncode == 2 and "already reaches" in out, out[-3000:]
+    check_clean(proc, mark)
+
+
 def _limit_file_size(limit):
     def pre():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead

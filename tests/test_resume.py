@@ -180,6 +180,77 @@ def test_a_resume_at_its_step_limit_with_updates_owed_is_taken_only_with_the_rep
         check_resume(cfg)
 
 
+def _cut_short(run_dir, cfg: Config, phase: str = "confirm", agent_steps: int = 800) -> None:
+    """An evaluation a stop cut short, as PeriodicEval.close leaves it: the weights it was playing
+    (eval_candidate.pt) and where it stood (eval_pending.json)."""
+    import json
+
+    from pipeline.records.files import CANDIDATE_NAME, PENDING_NAME
+
+    rng = Replay.of(400, 1, 4).sampler.rng.bit_generator.state
+    ckpt.save(run_dir / CANDIDATE_NAME, ckpt.training_state(cfg, N_ACTIONS, _learner(cfg).state_dict(), {}, rng))
+    (run_dir / PENDING_NAME).write_text(json.dumps({"phase": phase, "agent_steps": agent_steps, "games_seed": 8719,
+                                                    "screened": {"score": 1.0, "seed": 8719}}))
+
+
+def test_a_run_stopped_at_its_length_during_an_evaluation_resumes_to_play_it(tmp_path):
+    """The stop at --total-steps (or --time-limit, or a suite's --minutes) waits for the running
+    evaluation, and a Ctrl-C during that wait keeps it for --resume. The checkpoint is at the
+    run's length with nothing else owed: the resume is taken (to play the evaluation and stop),
+    and the suite reads the game as one to resume, not done; without the weights it played,
+    nothing is owed and both refuse as before."""
+    from bench.suite_runs import game_state
+    from pipeline.records.files import CANDIDATE_NAME
+
+    run_dir = tmp_path / "run"
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), resume=str(run_dir), amp=False, save_replay=False,
+                    total_steps=1000)
+    _save_run(run_dir, cfg, _learner(cfg), agent_steps=1000)
+    _cut_short(run_dir, cfg)
+    check_resume(cfg)
+    check_resume(cfg.replace(total_steps=2000, time_limit=0.01))  # the run has trained 1 s of 0.6
+    assert game_state(run_dir, 1000, None)[0] == "resume"
+    assert game_state(run_dir, 2000, 0.01)[0] == "resume"
+    log = Log()
+    resume(run_dir, cfg, N_ACTIONS, _learner(cfg), Replay.of(400, 1, 4), log)
+    assert any("at its --total-steps (1,000 agent steps): it plays the confirmation at 800 agent steps that the last "
+               "stop cut short, then stops" in line for line in log), log
+
+    (run_dir / CANDIDATE_NAME).unlink()  # nothing to play again
+    with pytest.raises(ckpt.CheckpointError, match="already reaches"):
+        check_resume(cfg)
+    assert game_state(run_dir, 1000, None)[0] == "done"
+    assert game_state(run_dir, 2000, 0.01)[0] == "done"
+
+
+@pytest.mark.parametrize("text,wrong", [
+    ('{"phase": "conf', "JSONDecodeError"),
+    ('{"phase": "confirm", "games_seed": 8719}', "no agent_steps"),
+    ('{"phase": "replay", "agent_steps": 800, "games_seed": 8719}', "phase 'replay'"),
+    ('[1, 2]', "not a JSON object"),
+])
+def test_a_damaged_record_of_an_evaluation_cut_short_is_one_line_and_exit_2_with_nothing_changed(tmp_path, capsys,
+                                                                                                  text, wrong):
+    """eval_pending.json damaged (a disk error, an edit): the resume is refused by one line naming
+    the file, what is wrong and what to do, before any process starts; the folder is left as it was."""
+    from pipeline.records.files import PENDING_NAME
+
+    run_dir = tmp_path / "run"
+    args = ["--env", CATCH, "--run-dir", str(run_dir), "--buffer-size", "400", "--envs-per-collector", "4",
+            "--num-collectors", "1", "--amp", "false", "--total-steps", "300"]
+    cfg = Config.of(**{**load_preset(family_of(CATCH)), "env": CATCH, "run_dir": str(run_dir), "amp": False})
+    _save_run(run_dir, cfg, _learner(cfg), agent_steps=240, replay=catch_replay(steps=60, capacity=400))
+    _cut_short(run_dir, cfg, agent_steps=200)
+    (run_dir / PENDING_NAME).write_text(text)
+    before = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()}
+    assert mario_rl_optimized.main([*args, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {run_dir / PENDING_NAME} (where an evaluation the last "
+                                                   "stop cut short stood) cannot be read"), err
+    assert wrong in err and f"delete {run_dir / PENDING_NAME} to resume without playing that evaluation again" in err
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()} == before
+
+
 def test_a_run_folder_of_an_earlier_version_reads_under_todays_key_names(tmp_path):
     """Files written when agent steps were keyed ``env_steps`` (checkpoint counters, the kept
     weights' score, replay meta, metrics and games): resumed and read as today's files."""

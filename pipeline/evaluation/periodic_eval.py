@@ -38,6 +38,7 @@ import statistics
 import time
 from pathlib import Path
 
+from config_optimized import ConfigError
 from wrappers.registry import is_mario
 
 from ..records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME, PENDING_NAME
@@ -107,6 +108,35 @@ def finished_play(plays: list[dict]) -> bool:
     judged = next((p for p in plays if p.get("epsilon") == 0), plays[0] if plays else {})
     flags = judged.get("flags") or []
     return bool(flags) and sum(flags) >= FINISHED_SHARE * len(flags) - 1e-9
+
+
+PHASES = ("screen", "confirm")  # what an evaluation plays: a screening, or the confirmation of one that beat the best
+
+
+def read_pending(run_dir: Path) -> dict | None:
+    """Where the evaluation the last stop cut short stood (``eval_pending.json``, which ``close``
+    writes), checked whole; None where no stop cut one short. Read by the resume check before
+    any process starts: a damaged file there is one line naming it and the fix (ConfigError),
+    not a traceback from the running pipeline."""
+    path = Path(run_dir) / PENDING_NAME
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text())
+        if not isinstance(state, dict):
+            raise ValueError("not a JSON object")
+        for key in ("agent_steps", "games_seed"):
+            if not isinstance(state.get(key), int):
+                raise ValueError(f"no {key}" if key not in state else f"{key} {state[key]!r} is not a whole number")
+        if state.get("phase") not in PHASES:
+            raise ValueError(f"phase {state.get('phase')!r}, not one of {', '.join(PHASES)}")
+        if not isinstance(state.get("screened") or {}, dict):
+            raise ValueError("screened is not a JSON object")
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # json's JSONDecodeError is a ValueError
+        raise ConfigError(f"{path} (where an evaluation the last stop cut short stood) cannot be read "
+                          f"({type(e).__name__}: {e}); delete {path} to resume without playing that evaluation "
+                          "again") from None
+    return state
 
 
 def read_evals(run_dir: Path) -> list[dict]:
@@ -368,15 +398,17 @@ class PeriodicEval:
         """Play again the evaluation that the last stop cut short, with the weights it was playing,
         on the same games; then evaluations go on as they were due."""
         pending, candidate = self.run_dir / PENDING_NAME, self.run_dir / CANDIDATE_NAME
-        if not pending.exists():
-            return
-        state = json.loads(pending.read_text())
-        pending.unlink()
-        if not candidate.exists():
-            return
-        self.steps, self.screened = int(state["agent_steps"]), state.get("screened") or {}
         try:
-            self._launch(candidate, int(state["games_seed"]), state["phase"])
+            state = read_pending(self.run_dir)  # checked before the run started (check_resume)
+        except ConfigError as e:  # damaged since: the run goes on without it
+            self.log(f"[EVAL] {str(e).split('; delete')[0]}: not played again")
+            state = None
+        pending.unlink(missing_ok=True)
+        if state is None or not candidate.exists():
+            return
+        self.steps, self.screened = state["agent_steps"], state.get("screened") or {}
+        try:
+            self._launch(candidate, state["games_seed"], state["phase"])
         except Exception as e:  # as at any start: training goes on without it
             self.log(f"[EVAL] The {state['phase']} at {self.steps:,} agent steps cut short by the last stop was not "
                      f"started again: {type(e).__name__}: {e}")

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from wrappers.registry import is_mario
 
-from ..evaluation.periodic_eval import run_eval_plan
+from ..evaluation.periodic_eval import read_pending, run_eval_plan
 from ..file_keys import current_keys
 from ..replay import Storage, snapshot
 from . import checkpoint as ckpt
 from .counters import RunCounters
-from .files import (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, EPISODES_NAME, EVALS_NAME, METRICS_NAME, REPLAY_NAME,
-                    TMP_SUFFIX, after_checkpoint_name)
+from .files import (BEST_EVAL_NAME, BEST_NAME, CANDIDATE_NAME, CHECKPOINT_NAME, EPISODES_NAME, EVALS_NAME,
+                    METRICS_NAME, REPLAY_NAME, TMP_SUFFIX, after_checkpoint_name)
 
 
 def check_resume(cfg) -> None:
@@ -31,13 +31,17 @@ def check_resume(cfg) -> None:
             raise ckpt.CheckpointError(f"checkpoint {path} was trained with --{key.replace('_', '-')} "
                                        f"{state['meta'][key]!r} but this run has {cfg.get(key)!r}; resume with the "
                                        "settings it was trained with, or start a new run without --resume")
+    # read whole now (a damaged one is one line, ConfigError), not once the collectors run
+    pending = owed_evaluation(run_dir)
     # --total-steps and --time-limit count the whole run, earlier sessions included: one the run
-    # has already reached would stop it as soon as it started
+    # has already reached would stop it as soon as it started, unless something is still owed
+    # there (updates its collectors paid for, an evaluation the stop cut short), which the
+    # resume plays before it stops
     c = state.get("counters", {})
-    if c.get("agent_steps", 0) >= cfg.total_steps and not owed_updates(run_dir, c, cfg.run.save_replay):
+    if c.get("agent_steps", 0) >= cfg.total_steps and not owed_updates(run_dir, c, cfg.run.save_replay) and not pending:
         raise ckpt.CheckpointError(f"--resume: {path} is at {c['agent_steps']:,} agent steps, which --total-steps "
                                    f"{cfg.total_steps:,} already reaches; give a larger --total-steps to train on")
-    if cfg.run.time_limit and c.get("wall_s", 0.0) >= cfg.run.time_limit * 60:
+    if cfg.run.time_limit and c.get("wall_s", 0.0) >= cfg.run.time_limit * 60 and not pending:
         raise ckpt.CheckpointError(f"--resume: the run has trained {c['wall_s'] / 60:.1f} minutes, which --time-limit "
                                    f"{cfg.run.time_limit:g} already reaches (it counts the whole run, resumes "
                                    "included); give a larger --time-limit to train on")
@@ -67,6 +71,15 @@ def owed_updates(run_dir: Path, counters: dict, save_replay: bool = True) -> int
     except snapshot.ReplayFileError:
         return 0  # a damaged replay trains nothing (check_resume names it where a resume goes on)
     return owed if saved_at == counters.get("agent_steps") else 0
+
+
+def owed_evaluation(run_dir: Path) -> dict | None:
+    """The evaluation a stop cut short (``eval_pending.json``, with the weights it was playing,
+    ``eval_candidate.pt``), which a resume plays first, even one at the run's --total-steps or
+    --time-limit: the stop there waits for a running evaluation, and a Ctrl-C during that wait
+    would otherwise lose it for good. None where none is owed; ConfigError where the file is damaged."""
+    state = read_pending(run_dir)
+    return state if state is not None and (Path(run_dir) / CANDIDATE_NAME).is_file() else None
 
 
 def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[RunCounters, int]:
@@ -105,6 +118,7 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     counters.best_eval = max(counters.best_eval, files.get(BEST_EVAL_NAME, float("-inf")))
     replay.sampler.rng.bit_generator.state = ckpt.restore_rng(state)
     set_aside_rows_after(run_dir, counters.agent_steps, log)
+    say_owed_evaluation(run_dir, cfg, counters, log)
     log.start_at(counters.agent_steps)
     log(f"[MAIN] Resumed {path}: {counters.agent_steps:,} agent steps, {learner.updates:,} updates, "
         f"epoch {counters.epoch}")
@@ -116,6 +130,22 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
         return counters, max(0, starts - len(replay))  # a replay saved during warm-up still needs the rest of it
     counters.owed_updates = 0  # a refill plays new steps: training starts over at the ratio
     return counters, starts
+
+
+def say_owed_evaluation(run_dir: Path, cfg, counters: RunCounters, log) -> None:
+    """One line where the run resumes at its length only to play the evaluation a stop cut short."""
+    pending = owed_evaluation(run_dir)
+    if pending is None:
+        return
+    if counters.agent_steps >= cfg.total_steps:
+        at = f"--total-steps ({counters.agent_steps:,} agent steps)"
+    elif cfg.run.time_limit and counters.wall_s >= cfg.run.time_limit * 60:
+        at = f"--time-limit ({counters.wall_s / 60:.1f} minutes trained)"
+    else:
+        return
+    what = "confirmation" if pending["phase"] == "confirm" else "evaluation"
+    log(f"[MAIN] The run is at its {at}: it plays the {what} at {pending['agent_steps']:,} agent steps that the last "
+        "stop cut short, then stops")
 
 
 def set_aside_rows_after(run_dir: Path, agent_steps: int, log) -> None:
