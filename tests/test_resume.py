@@ -251,6 +251,44 @@ def test_a_damaged_record_of_an_evaluation_cut_short_is_one_line_and_exit_2_with
     assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in run_dir.iterdir()} == before
 
 
+def test_a_resumed_run_draws_the_shifts_and_cuda_numbers_it_would_have(tmp_path, monkeypatch):
+    """A checkpoint keeps every generator the run draws from: besides torch's, Python's and the
+    sampler's, the --augment-shift one (it restarted at seed + 1 on every resume, so a resumed run
+    shifted its batches as its first start had) and, where the run uses CUDA, the CUDA generators
+    (IQN's fractions, the distributional bootstrap's draws: torch.manual_seed reseeded them). The
+    CUDA calls are stood in for on a CPU machine, so the code path runs here too."""
+    import time
+
+    from pipeline.records.books import RunBooks
+    from pipeline.records.counters import RunCounters
+    from pipeline.settings.hardware import Hardware
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    cfg = Config.of(env=CATCH, run_dir=str(run_dir), amp=False, save_replay=False, tensorboard=False, buffer_size=400,
+                    num_collectors=1, envs_per_collector=4, augment_shift=4)
+    hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
+    learner, replay = _learner(cfg), Replay.from_config(cfg)
+    frames = np.random.default_rng(0).integers(0, 256, (16, 4, 84, 84), dtype=np.uint8)
+    replay.shift(frames)  # the run has drawn shifts before its checkpoint
+    books = RunBooks(cfg, hw, lambda line: None, [], RunCounters(), time.monotonic(), learner, replay, N_ACTIONS)
+    generators = {0: torch.tensor([7, 1, 2], dtype=torch.uint8), 1: torch.tensor([9, 3, 4], dtype=torch.uint8)}
+    restored = {}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)  # resumed on a machine with one GPU of the two
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: [generators[0], generators[1]])
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device="cuda": restored.update({device: state}))
+    books.save_checkpoint(1000, 0, float("-inf"))
+    books.close()
+    would_have = replay.shift(frames)  # the first start's next shifts
+
+    again = Replay.from_config(cfg)
+    resume(run_dir, cfg, N_ACTIONS, _learner(cfg), again, Log())
+    assert np.array_equal(again.shift(frames), would_have)
+    assert list(restored) == [0] and torch.equal(restored[0], generators[0])
+
+
 def test_a_run_folder_of_an_earlier_version_reads_under_todays_key_names(tmp_path):
     """Files written when agent steps were keyed ``env_steps`` (checkpoint counters, the kept
     weights' score, replay meta, metrics and games): resumed and read as today's files."""

@@ -123,10 +123,11 @@ class RunBooks:
         self.learner.require_finite()
         path = self.run_dir / name
         counters = self.counters(agent_steps, launches, best_eval, owed_updates)
+        rng = self.replay.rng_state()
         ckpt.save(path, ckpt.training_state(self.cfg, self.n_actions, self.learner.state_dict(),
                                             counters.to_checkpoint(self.score.metric, self.epsilon(agent_steps),
                                                                    self.eval_metric),
-                                            self.replay.sampler.rng.bit_generator.state, best))
+                                            rng["sampler"], best, shift_rng=rng["shift"]))
         return path
 
     def close(self) -> None:

@@ -23,17 +23,19 @@ NETWORK_KEYS = ("model_arch", "dueling", "quantiles", "iqn_taus")
 
 
 def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_rng: dict,
-                   best: dict | None = None) -> dict:
+                   best: dict | None = None, shift_rng: dict | None = None) -> dict:
     """Everything --resume and --eval need, in the layout ``load`` checks: what the weights fit
     (meta), the config, the learner (weights, target, optimizer), the run's counters and every
-    random state (torch, Python, the replay sampler's), so a resumed run draws what it would have."""
+    random state (torch's CPU and CUDA generators, Python's, the replay sampler's and its
+    --augment-shift's), so a resumed run draws what it would have."""
     state = {
         "meta": {"env": cfg.env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
                  **{k: cfg.get(k) for k in NETWORK_KEYS}, "version": 1},
         "config": cfg.flat(),
         "learner": learner,
         "counters": counters,
-        "rng": {"torch": torch.get_rng_state(), "python": random.getstate(), "sampler": sampler_rng},
+        "rng": {"torch": torch.get_rng_state(), "python": random.getstate(), "sampler": sampler_rng,
+                "shift": shift_rng, "cuda": cuda_rng_state()},
     }
     if best is not None:
         state["best"] = best
@@ -46,12 +48,25 @@ def policy_weights(learner: dict) -> dict:
     return learner.get("average") or learner["model"]
 
 
+def cuda_rng_state() -> list[torch.Tensor] | None:
+    """The CUDA generators' states (IQN's fractions and the distributional bootstrap's draws come
+    from them on a GPU), where this process has used CUDA; None otherwise: reading them would
+    start a CUDA context in a run that trains on the CPU."""
+    return torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+
+
 def restore_rng(state: dict) -> dict:
-    """Set torch's and Python's random states from a checkpoint; returns the sampler's."""
+    """Set torch's (CPU and, where saved and a GPU is here, CUDA) and Python's random states from
+    a checkpoint; returns the replay's (``Replay.set_rng_state``: the sampler's, the shift's)."""
     rng = state["rng"]
     torch.set_rng_state(rng["torch"])
     random.setstate(rng["python"])
-    return rng["sampler"]
+    cuda = rng.get("cuda")  # None: saved on the CPU, or before checkpoints kept it
+    if cuda and torch.cuda.is_available():
+        # applied when CUDA starts (torch defers it); a machine with fewer GPUs restores those it has
+        for device, generator in enumerate(cuda[:torch.cuda.device_count()]):
+            torch.cuda.set_rng_state(generator, device)
+    return {"sampler": rng["sampler"], "shift": rng.get("shift")}
 
 
 def save(path: str | Path, state: dict) -> None:

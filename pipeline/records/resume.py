@@ -116,7 +116,7 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     files = kept_scores(run_dir, {BEST_NAME: cfg.run.score_metric, BEST_EVAL_NAME: eval_metric})
     counters.best_score = max(counters.best_score, files.get(BEST_NAME, float("-inf")))
     counters.best_eval = max(counters.best_eval, files.get(BEST_EVAL_NAME, float("-inf")))
-    replay.sampler.rng.bit_generator.state = ckpt.restore_rng(state)
+    replay.set_rng_state(ckpt.restore_rng(state))
     set_aside_rows_after(run_dir, counters.agent_steps, log)
     say_owed_evaluation(run_dir, cfg, counters, log)
     log.start_at(counters.agent_steps)

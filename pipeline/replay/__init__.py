@@ -49,6 +49,18 @@ class Replay:
     def __len__(self) -> int:
         return len(self.storage)
 
+    def rng_state(self) -> dict:
+        """Its generators' states, for a checkpoint: the sampler's, and the shift's (None without one)."""
+        return {"sampler": self.sampler.rng.bit_generator.state,
+                "shift": self.shift.rng.bit_generator.state if self.shift is not None else None}
+
+    def set_rng_state(self, saved: dict) -> None:
+        """``rng_state``'s, from a checkpoint. A shift without a saved state (a checkpoint from
+        before it was kept, or of a run without --augment-shift) keeps its start at seed + 1."""
+        self.sampler.rng.bit_generator.state = saved["sampler"]
+        if self.shift is not None and saved.get("shift") is not None:
+            self.shift.rng.bit_generator.state = saved["shift"]
+
     def sample(self, batch_size: int, channels_last: bool = False) -> dict[str, np.ndarray]:
         """A batch of n-step transitions; ``channels_last``: its frame stacks laid out as a
         channels_last learner on the CPU reads them (``Learner.host_channels_last``)."""
