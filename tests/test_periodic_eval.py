@@ -357,6 +357,7 @@ def test_an_evaluation_says_where_its_games_stood_still(tmp_path, monkeypatch):
     row = json.loads((tmp_path / EVALS_NAME).read_text().splitlines()[-1])
     assert row["plays"][0]["stood"] == [False, True]
 
+
 @contextlib.contextmanager
 def _files_up_to(limit: int):
     """A "disk" that takes files up to ``limit`` bytes: a longer write fails with EFBIG."""
