@@ -134,6 +134,10 @@ def test_a_confirmation_with_every_flag_is_a_finished_agent(evals):
     ev.poll()
     assert ev.finished and ev.last_flags == "3/3 at 0.05" and ckpt.load(run_dir / BEST_EVAL_NAME)["best"]["flags"] == 3
     assert "flag in 3/3" in lines[-1]
+    # a run killed after that confirmation and resumed (its bar read back) is finished from the start
+    again = pe.PeriodicEval(run_dir, 1000, 3, (0.05,), "return", 100, lines.append, best=ev.best)
+    assert again.finished
+    assert not pe.PeriodicEval(run_dir, 1000, 3, (0.05,), "return", 100, lines.append).finished  # a new run's bar
 
 
 def test_eval_plan_plays_mario_greedy_and_under_noise_and_other_games_as_asked():

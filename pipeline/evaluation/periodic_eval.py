@@ -110,6 +110,22 @@ def finished_play(plays: list[dict]) -> bool:
     return bool(flags) and sum(flags) >= FINISHED_SHARE * len(flags) - 1e-9
 
 
+def kept_finished(best_eval: Path) -> bool:
+    """Whether the weights kept in ``best_eval`` were a finished agent when kept: a run killed
+    after such a confirmation and resumed stops as finished, instead of training on past weights
+    no later confirmation can beat."""
+    from ..records import checkpoint as ckpt
+
+    if not best_eval.is_file():
+        return False
+    try:
+        plays = (ckpt.load(best_eval).get("best") or {}).get("plays") or []
+    except ckpt.CheckpointError:
+        return False  # the resume check has refused a damaged file already; nothing is finished here
+    return finished_play([{"epsilon": p["epsilon"], "flags": [True] * p["flags"] + [False] * (p["games"] - p["flags"])}
+                          for p in plays])
+
+
 PHASES = ("screen", "confirm")  # what an evaluation plays: a screening, or the confirmation of one that beat the best
 
 
@@ -217,7 +233,8 @@ class PeriodicEval:
         self.played_s = 0.0        # seconds the evaluation has played, pauses left out (``PAUSE_S``)
         self.looked = 0.0          # time.monotonic() at the last look
         self.last_flags: str | None = None  # the last evaluation's flags, each way it played (Mario)
-        self.finished = False      # kept weights reached the flag in FINISHED_SHARE of their confirmation's greedy games
+        # kept weights reached the flag in FINISHED_SHARE of their confirmation's greedy games
+        self.finished = best > float("-inf") and kept_finished(self.run_dir / BEST_EVAL_NAME)
 
     @property
     def running(self) -> bool:
