@@ -19,7 +19,8 @@ The parts live in the ``bench`` package, one module each; this file is their com
     python benchmark_performance.py --only ray [--ray-address HOST:PORT] [--ray-collectors N] [--intake-rate R]
     python benchmark_performance.py --suite atari5 [--steps 500000] [training options]   # Atari-5 + Pong vs Dopamine
     python benchmark_performance.py --suite atari5 --halving recipes.toml --games DoubleDunk,Phoenix,Qbert
-    python benchmark_performance.py --suite mario --seeds 1,2,3 [--steps 800000] [training options]   # Mario 1-1
+    python benchmark_performance.py --suite mario --seeds 1,2,3 [--steps 2000000] [training options]   # Mario 1-1
+    python benchmark_performance.py --suite mario --stages 1-2,4-1 [--seeds 1]   # other stages, a fresh run each
 """
 from __future__ import annotations
 
@@ -119,14 +120,19 @@ def main(argv=None) -> int:
     suite.add_argument("--suite", metavar="NAME",
                        help="instead: train the suite's games and seeds one after another (atari5: BattleZone, "
                             "DoubleDunk, NameThisGame, Phoenix, Qbert, and Pong; -v5 ids, sticky actions on; mario: "
-                            "1-1, or the stage --env names, each seed's kept weights then played on 10 fresh games "
-                            "greedy and 10 at epsilon 0.05) with the defaults plus any training options, each to "
+                            "1-1, or the stages --stages names, a fresh run of the preset per stage and seed, each "
+                            "run's kept weights then played on 10 fresh games greedy and 10 at epsilon 0.05) with the defaults plus any training options, each to "
                             "--steps agent steps or --minutes; rerun to resume an interrupted suite or add seeds. "
                             "Writes a table and a plot (beside Dopamine's published agents for atari5) into "
                             "RUNS_DIR/suite-NAME[_options]/, each run in seedN/GAME/")
     suite.add_argument("--steps", type=int, default=None,
                        help="with --suite: agent steps per game and seed (default 500000 for atari5: two of "
-                            "Dopamine's 250k iterations; 800000 for mario: 60 minutes on a 2-core Zen 5 in bf16)")
+                            "Dopamine's 250k iterations; 2000000 for mario, the preset's cap: a run stops sooner once its kept "
+                            "weights reach the flag in 19 of 20 fresh greedy games)")
+    suite.add_argument("--stages", metavar="W-S,W-S,...",
+                       help="with --suite mario: the stages to train, in this order, e.g. 1-2,4-1 (default 1-1); "
+                            "each stage is a suite folder of its own (suite-mario-4-1), resumable alone, and the "
+                            "report gives a row per stage and seed beside the one-recipe R2D2 agent")
     suite.add_argument("--play-games", type=int, default=10, metavar="N",
                        help="with --suite mario: games each seed's kept weights play greedy, and again at epsilon "
                             "0.05, once it has trained (default 10)")
@@ -362,34 +368,42 @@ def main_mario_suite(args, train_args: list[str], ap) -> int:
     """--suite mario: each seed trained (or resumed), its kept weights played again on fresh games,
     and the report written whatever became of the runs."""
 
-    from bench.suite_mario import STAGE, STEPS, mario_markdown, mario_suite_dir, run_mario_suite, write_mario_report
-    from bench.suite_runs import SuiteInterrupted
+    from bench.suite_mario import (STAGE, STEPS, mario_markdown, mario_suite_dir, parse_stages, run_mario_suite,
+                                   stages_markdown, write_mario_report)
+    from bench.suite_runs import SuiteInterrupted, without_seed
     from config_optimized import ConfigError
 
     if args.time_to_score or args.halving or args.vs_baseline or args.target is not None or args.games:
         ap.error("--suite mario trains each seed for --steps (or --minutes); drop --time-to-score, --halving, "
-                 "--vs-baseline, --target and --games (the stage is --env)")
+                 "--vs-baseline, --target and --games (give the stages with --stages)")
+    if args.env and args.stages:
+        ap.error("--stages names the suite's stages; drop --env")
     if args.profile:
         train_args = ["--profile", args.profile, *train_args]
-    env = args.env or STAGE
     steps = args.steps if args.steps is not None else STEPS
     code = 0
     try:
-        suite_dir = run_mario_suite(train_args, steps, args.minutes, args.runs_dir, env, args.seeds, args.games_at_once,
-                                    args.play_games)
+        stages = parse_stages(args.stages) if args.stages else [args.env or STAGE]
+        suite_dirs = run_mario_suite(train_args, steps, args.minutes, args.runs_dir, stages, args.seeds,
+                                     args.games_at_once, args.play_games)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (SuiteInterrupted, RuntimeError) as e:  # every seed's run stopped cleanly first; the report still goes
+    except (SuiteInterrupted, RuntimeError) as e:  # every run stopped cleanly first; the reports still go
         print(e if isinstance(e, SuiteInterrupted) else f"error: {e}", flush=True)
-        suite_dir = mario_suite_dir(env, train_args, args.runs_dir)
+        suite_dirs = [mario_suite_dir(env, without_seed(train_args), args.runs_dir) for env in stages]
         code = 130 if isinstance(e, SuiteInterrupted) else 1
+    reps = []
     try:
-        rep = write_mario_report(suite_dir)
+        for suite_dir in suite_dirs:
+            if suite_dir.is_dir():
+                reps.append(write_mario_report(suite_dir))
+                show_report(suite_dir, mario_markdown(reps[-1]), args)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    show_report(suite_dir, mario_markdown(rep), args)
+    if len(reps) > 1:
+        print(f"\nStages, a row per stage and seed:\n\n{stages_markdown(reps)}")
     return code
 
 

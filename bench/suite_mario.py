@@ -1,5 +1,5 @@
-"""``--suite mario``: the Mario preset on one stage (1-1 unless ``--env`` names another), one run
-per seed, each judged the way a user judges the agent it leaves: its kept weights (``best_eval.pt``,
+"""``--suite mario``: the Mario preset on its stages (1-1 unless ``--stages`` or ``--env`` name others),
+a fresh run per stage and seed, each judged the way a user judges the agent it leaves: its kept weights (``best_eval.pt``,
 else the last checkpoint) played again on fresh games, ``EVAL_GAMES`` greedy and as many at
 epsilon ``NOISY_EPSILON``, with seeds no training or evaluation game of the run used.
 
@@ -27,7 +27,7 @@ from .suite_runs import (GAME_FILE, SUITE_FILE, GameRun, claim_suite_dir, game_c
 from .time_to_score import training_config
 
 STAGE = "SuperMarioBros-1-1-v0"
-STEPS = 800_000            # what 60 minutes play on a 2-core AMD EPYC Zen 5 in bf16
+STEPS = 2_000_000          # the preset's cap: a stage takes 1-2M agent steps, and a run stops sooner at a finished agent
 EVAL_GAMES = 10            # games per play of the kept weights
 NOISY_EPSILON = 0.05       # the noisy play's epsilon (CleanRL's evaluation epsilon)
 # Seeds of the final plays: training's env seeds are the run's seed plus small offsets
@@ -66,24 +66,59 @@ def mario_suite_dir(env: str, train_args: list[str], runs_dir: str) -> Path:
     return Path(runs_dir).resolve() / suite_dir_name(f"mario{stage}", train_args)
 
 
-def run_mario_suite(train_args: list[str], steps: int, minutes: float | None, runs_dir: str, env: str = STAGE,
-                    seeds: str | None = None, at_once: int = 1, episodes: int = EVAL_GAMES) -> Path:
-    """Train each seed that has not finished (``at_once`` at a time), then play each finished
-    seed's kept weights again; returns the suite's folder."""
-    picked = check_mario_args(env, train_args, steps, minutes, seeds)
+def parse_stages(text: str) -> list[str]:
+    """``--stages 1-1,4-1`` (or full ids, SuperMarioBros-4-1-v0) as Super Mario Bros ids, in order."""
+    from wrappers.registry import UnknownEnvError, check_env_id, is_mario
+
+    out = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        env = item if item.startswith("SuperMarioBros") else f"SuperMarioBros-{item}-v0"
+        try:
+            known = is_mario(check_env_id(env))
+        except UnknownEnvError:
+            known = False
+        if not known:
+            raise ConfigError(f"--stages {text}: {item!r} is not a stage; give WORLD-STAGE with a world of 1-8 and "
+                              "a stage of 1-4, e.g. --stages 1-1,4-1")
+        if env in out:
+            raise ConfigError(f"--stages {text}: {item} is named twice; give each stage once")
+        out.append(env)
+    if not out:
+        raise ConfigError(f"--stages {text!r}: name at least one stage, e.g. --stages 1-1,4-1")
+    return out
+
+
+def stage_name(env: str) -> str:
+    """SuperMarioBros-4-1-v0 -> 4-1."""
+    return env.removeprefix("SuperMarioBros-").split("-v")[0]
+
+
+def run_mario_suite(train_args: list[str], steps: int, minutes: float | None, runs_dir: str,
+                    stages: list[str] = (STAGE,), seeds: str | None = None, at_once: int = 1,
+                    episodes: int = EVAL_GAMES) -> list[Path]:
+    """Train each stage's seeds that have not finished (``at_once`` runs at a time, stage after
+    stage), then play each finished run's kept weights again; returns each stage's folder (one
+    suite folder a stage, so a stage's runs resume and report alone)."""
+    stages = list(stages)
+    picked = [check_mario_args(env, train_args, steps, minutes, seeds) for env in stages][0]
     if episodes < 1:
         raise ConfigError(f"--play-games {episodes}: play at least one game, e.g. --play-games 10")
     train_args = without_seed(train_args)
-    suite_dir = mario_suite_dir(env, train_args, runs_dir)
-    started = [d for d in sorted(suite_dir.glob("seed*/*")) if d.is_dir()]
-    recipe = claim_suite_dir(suite_dir, {"suite": "mario", "env": env, "steps": steps, "minutes": minutes,
-                                         "train_args": recipe_args(train_args)}, resolved_recipe(env, train_args),
-                             started)
-    say_pinned("[SUITE]", env, train_args, recipe)
-    runs = [GameRun(env, game_dir(suite_dir, seed, env), pinned_args(env, [*train_args, "--seed", str(seed)], recipe),
-                    f"[SUITE] {env} seed {seed}", f"{env} seed {seed}") for seed in picked]
+    runs, suite_dirs = [], []
+    for env in stages:  # every stage's folder claimed (or refused) before any run starts
+        suite_dir = mario_suite_dir(env, train_args, runs_dir)
+        started = [d for d in sorted(suite_dir.glob("seed*/*")) if d.is_dir()]
+        recipe = claim_suite_dir(suite_dir, {"suite": "mario", "env": env, "steps": steps, "minutes": minutes,
+                                             "train_args": recipe_args(train_args)}, resolved_recipe(env, train_args),
+                                 started)
+        say_pinned("[SUITE]", env, train_args, recipe)
+        runs += [GameRun(env, game_dir(suite_dir, seed, env), pinned_args(env, [*train_args, "--seed", str(seed)], recipe),
+                         f"[SUITE] {env} seed {seed}", f"{env} seed {seed}") for seed in picked]
+        suite_dirs.append(suite_dir)
     if at_once > 1:
-        print(f"[SUITE] {min(at_once, len(runs))} seeds at once: each run's minutes are its share of this machine",
+        print(f"[SUITE] {min(at_once, len(runs))} runs at once: each run's minutes are its share of this machine",
               flush=True)
     done: list[tuple[GameRun, int]] = []
 
@@ -95,7 +130,7 @@ def run_mario_suite(train_args: list[str], steps: int, minutes: float | None, ru
     train_games(runs, steps, minutes, at_once, finished)
     for run, seed in done:
         play_kept_weights(run.run_dir, seed, tag=f"[SUITE] {run.what}", episodes=episodes)
-    return suite_dir
+    return suite_dirs
 
 
 def kept_weights(run_dir: Path) -> Path:
@@ -136,9 +171,9 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
         res = evaluate(weights, episodes, seed=play_seeds(seed)[how], epsilon=epsilon, log=lambda *_: None)
         out[how] = {"epsilon": epsilon, "seed": play_seeds(seed)[how], "flags": sum(res.flags),
                     "distance_mean": statistics.fmean(res.distances),
-                    "games": [{"distance": d, "length": n, "flag": f, "return": r, "random_near_end": k}
-                              for d, n, f, r, k in zip(res.distances, res.lengths, res.flags, res.returns,
-                                                       res.random_near_end)]}
+                    "games": [{"distance": d, "length": n, "flag": f, "return": r, "random_near_end": k, "stood": st}
+                              for d, n, f, r, k, st in zip(res.distances, res.lengths, res.flags, res.returns,
+                                                           res.random_near_end, res.stood)]}
         print(f"{tag}: {weights.name} ({at:,} agent steps) at epsilon {epsilon:g}: the flag in "
               f"{out[how]['flags']} of {episodes} fresh games, mean distance {out[how]['distance_mean']:,.0f}",
               flush=True)
@@ -159,6 +194,16 @@ def screen_flags(curve: list[dict], since: int) -> dict | None:
     if not screens:
         return None
     return {"since": since, **{key: sum(s[key] for s in screens) for key in ("games", "greedy", "noisy")}}
+
+
+def first_greedy_flag(curve: list[dict]) -> int | None:
+    """The agent steps of the first evaluation (a screening or its confirmation) in which a
+    greedy game reached the flag: where the one-recipe R2D2 agent stopped its training, so the
+    two compare per agent step on each stage. None where no greedy game has."""
+    for point in curve:
+        if point["screen"]["greedy"] or (point["confirm"] or {}).get("greedy"):
+            return point["agent_steps"]
+    return None
 
 
 def flag_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
@@ -210,8 +255,10 @@ def seed_report(run_dir: Path, steps: int) -> dict:
     curve = flag_curve(run_dir, rows)
     kept = read_json(run_dir / GAME_FILE, "a finished game's counters", f"delete {run_dir / GAME_FILE}") \
         if (run_dir / GAME_FILE).is_file() else {}
+    first = first_greedy_flag(curve)
     return {"agent_steps": counters.get("agent_steps", 0), "minutes": counters.get("wall_s", 0) / 60 if counters else None,
             "done": (run_dir / GAME_FILE).is_file(), "plays": plays, "kept_agent_steps": at,
+            "first_flag_agent_steps": first, "first_flag_minutes": minutes_at(points, first) if first is not None else None,
             "kept_minutes": minutes_at(points, at) if at is not None else None,
             "trained_on": trained_on(run_record(run_dir)), "games_at_once": kept.get("games_at_once", 1),
             "other_runs": most_other_runs(run_dir), "steps": steps, "screens": screen_flags(curve, steps // 2),
@@ -278,6 +325,15 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
                      f"{_n(s['agent_steps'])} ({_n(s['minutes'], '{:.1f}')}){'' if s['done'] else ' *'} |")
     if not all(s["done"] for s in rep["seeds"].values()):
         lines += ["", "`*`: still training; its plays, if any, are of weights kept so far."]
+    anchors = stage_anchors()
+    r2d2 = anchors["agent_steps_to_first_greedy_flag"].get(stage_name(rep["env"]))
+    firsts = [f"seed {seed} at {s['first_flag_agent_steps']:,} agent steps ({s['first_flag_minutes']:.0f} min)"
+              if s["first_flag_agent_steps"] is not None else f"seed {seed} not yet ({s['agent_steps']:,} agent steps)"
+              for seed, s in rep["seeds"].items()]
+    if firsts:
+        lines += ["", f"First evaluation with a greedy game at the flag: {'; '.join(firsts)}"
+                  + (f" ({anchors['agent']}: {r2d2:,} agent steps to its first greedy flag on this stage)." if r2d2
+                     else ".")]
     if left_out and rep.get("left_out"):
         lines += ["", "Left out (another recipe than the suite's): "
                   + "; ".join(f"{run}, trained with {' '.join(d)}" for run, d in rep["left_out"].items()) + "."]
@@ -313,6 +369,40 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
     if shared:
         lines.append(f"Shared the machine: seed {', '.join(shared)} (beside other training runs): their minutes "
                      "are each a share of the machine, their agent steps as alone.")
+    return "\n".join(lines)
+
+
+def stage_anchors() -> dict:
+    """The one-recipe R2D2 agent's agent steps to its first greedy flag, per stage (bench/mario_anchors.json)."""
+    import json
+
+    return json.loads((Path(__file__).with_name("mario_anchors.json")).read_text())
+
+
+def stages_markdown(reps: list[dict]) -> str:
+    """One row per stage and seed of the stages' reports (``mario_report``'s): the agent steps
+    (and minutes) to the first greedy flag in an evaluation and to the kept weights, those
+    weights played again on fresh games greedy (judged) and at the noisy epsilon (reported),
+    beside the R2D2 agent's agent steps to its first greedy flag on the same stage."""
+    anchors = stage_anchors()
+    lines = ["| stage | seed | first greedy flag: agent steps (minutes) | kept weights: agent steps (minutes) | "
+             "kept weights played again: flags greedy / at 0.05 | trained: agent steps | "
+             f"{anchors['agent']}: agent steps to its first greedy flag |", "|---" * 7 + "|"]
+    for rep in reps:
+        stage = stage_name(rep["env"])
+        r2d2 = anchors["agent_steps_to_first_greedy_flag"].get(stage)
+        for seed, s in rep["seeds"].items() or {"-": None}.items():
+            if s is None:
+                lines.append(f"| {stage} | - | - | - | - | - | {_n(r2d2)} |")
+                continue
+            p = s["plays"] or {}
+            g, e = p.get("greedy"), p.get("noisy")
+            played = f"{g['flags']}/{len(g['games'])} / {e['flags']}/{len(e['games'])}" if g and e else "-"
+            lines.append(f"| {stage} | {seed} | {_n(s['first_flag_agent_steps'])} ({_n(s['first_flag_minutes'], '{:.0f}')}) | "
+                         f"{_n(s['kept_agent_steps'])} ({_n(s['kept_minutes'], '{:.0f}')}) | {played} | "
+                         f"{_n(s['agent_steps'])}{'' if s['done'] else ' *'} | {_n(r2d2)} |")
+    lines += ["", f"Minutes are each run's own wall clock on the machine it trained on (its report names it); "
+              f"`*`: still training. {anchors['agent']}: {anchors['source']}."]
     return "\n".join(lines)
 
 

@@ -57,13 +57,14 @@ def _scored(row: str, score: float) -> str:
     return json.dumps({**json.loads(row), "score": score}) + "\n"
 
 
-def _seed(suite: Path, seed: int, flags: list[bool], steps: int = 800_000, kept_at: int = 600_000) -> Path:
-    run = suite / f"seed{seed}" / "SuperMarioBros-1-1"
+def _seed(suite: Path, seed: int, flags: list[bool], steps: int = 800_000, kept_at: int = 600_000,
+          env: str = STAGE) -> Path:
+    run = suite / f"seed{seed}" / R.game_name(env)
     run.mkdir(parents=True)
     rows = [{"wall_s": 60.0 * k, "agent_steps": 100_000 * k, "return": 1.0, "length": 300, "distance": 1000.0}
             for k in range(1, steps // 100_000 + 1)]
     (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    R.mark_done(run, STAGE, {"agent_steps": steps, "wall_s": 60.0 * steps / 100_000})
+    R.mark_done(run, env, {"agent_steps": steps, "wall_s": 60.0 * steps / 100_000})
     games = [{"distance": 3161.0 if f else 1300.0 + 100 * i, "length": 400 if f else 2000 - 500 * (i % 2),
               "flag": f, "return": 300.0, "random_near_end": int(not f and i % 2 == 0)} for i, f in enumerate(flags)]
     plays = {"weights": "best_eval.pt", "weights_sha256": "x", "episodes": len(flags), "agent_steps": kept_at}
@@ -202,33 +203,82 @@ def test_a_run_that_stopped_itself_at_a_finished_agent_is_done(tmp_path):
 
 @pytest.mark.slow
 def test_mario_suite_trains_plays_the_kept_weights_and_then_only_reads(tmp_path):
-    """Mario 1-1 as a user runs the suite, one seed (3) of a few hundred agent steps: it trains, its
-    kept weights play fresh games greedy and at epsilon 0.05, the report names where they ended;
-    the same command again trains and plays nothing."""
+    """Two stages as a user runs the suite, one seed (3) of a few hundred agent steps each: each
+    stage trains in its own folder, its kept weights play fresh games greedy and at epsilon 0.05,
+    each report names where they ended and the stages' table has a row each; the same command
+    again trains and plays nothing."""
     mark = uuid.uuid4().hex
-    cmd = [sys.executable, "benchmark_performance.py", "--suite", "mario", "--steps", "500", "--seeds", "3",
-           "--play-games", "2", "--runs-dir", str(tmp_path), "--learning-starts", "300", "--replay-ratio", "1",
-           "--epoch-steps", "250", "--checkpoint-interval", "20", "--buffer-size", "20000",
+    cmd = [sys.executable, "benchmark_performance.py", "--suite", "mario", "--stages", "1-1,4-1", "--steps", "500",
+           "--seeds", "3", "--play-games", "2", "--runs-dir", str(tmp_path), "--learning-starts", "300",
+           "--replay-ratio", "1", "--epoch-steps", "250", "--checkpoint-interval", "20", "--buffer-size", "20000",
            "--envs-per-collector", "4", "--eval-interval", "0", "--save-replay", "false"]
     out = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    (suite_dir,) = tmp_path.glob("suite-mario_*")
-    for seed in (3,):
-        plays = json.loads((suite_dir / f"seed{seed}" / "SuperMarioBros-1-1" / M.EVAL_FILE).read_text())
+    dirs = {d.name.split("_")[0]: d for d in tmp_path.glob("suite-mario*")}
+    assert sorted(dirs) == ["suite-mario", "suite-mario-4-1"]
+    for env, suite_dir in (("SuperMarioBros-1-1", dirs["suite-mario"]), ("SuperMarioBros-4-1", dirs["suite-mario-4-1"])):
+        plays = json.loads((suite_dir / "seed3" / env / M.EVAL_FILE).read_text())
         assert plays["weights"] == "checkpoint.pt" and plays["agent_steps"] >= 500  # no evaluation kept weights
         for how, eps in (("greedy", 0.0), ("noisy", 0.05)):
             assert plays[how]["epsilon"] == eps and len(plays[how]["games"]) == 2
-            assert plays[how]["seed"] == M.play_seeds(seed)[how]
-        assert f"SuperMarioBros-1-1-v0 seed {seed}: checkpoint.pt" in out.stdout
-    md = (suite_dir / "suite_report.md").read_text()
-    assert re.search(r"^\| 3 \| [012]/2 \| [012]/2 \|", md, re.M), md
-    assert "Seed 3, greedy: missed the flag at" in md or "| 3 | 2/2 |" in md
-    assert (suite_dir / "suite_report.png").is_file()
+            assert plays[how]["seed"] == M.play_seeds(3)[how]
+        assert f"{env}-v0 seed 3: checkpoint.pt" in out.stdout
+        md = (suite_dir / "suite_report.md").read_text()
+        assert re.search(r"^\| 3 \| [012]/2 \| [012]/2 \|", md, re.M), md
+        assert "Seed 3, greedy: missed the flag at" in md or "| 3 | 2/2 |" in md
+        assert (suite_dir / "suite_report.png").is_file()
+    assert "Stages, a row per stage and seed:" in out.stdout
+    assert re.search(r"^\| 1-1 \| 3 \| .* \| 1,180,000 \|$", out.stdout, re.M)
+    assert re.search(r"^\| 4-1 \| 3 \| .* \| 1,710,000 \|$", out.stdout, re.M)
     again = subprocess.run(cmd, cwd=ROOT, env=env_for(mark), capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert again.stdout.count(": done (") == 1 and "mario_rl_optimized.py" not in again.stdout
+    assert again.stdout.count(": done (") == 2 and "mario_rl_optimized.py" not in again.stdout
     assert ": the flag in " not in again.stdout  # the same weights are not played again
     deadline = time.time() + 10
     while marked_processes(mark) and time.time() < deadline:
         time.sleep(0.1)
     assert marked_processes(mark) == [], "a process of the suite outlived it"
+
+
+def test_stages_are_named_as_a_user_types_them_and_a_wrong_one_is_refused():
+    assert M.parse_stages("1-1, 4-1,SuperMarioBros-2-2-v0") == [STAGE, "SuperMarioBros-4-1-v0", "SuperMarioBros-2-2-v0"]
+    for bad in ("9-1", "4-5", "x", "ALE/Pong-v5"):
+        with pytest.raises(ConfigError, match="is not a stage; give WORLD-STAGE"):
+            M.parse_stages(bad)
+    with pytest.raises(ConfigError, match="named twice"):
+        M.parse_stages("1-1,1-1")
+    with pytest.raises(ConfigError, match="at least one stage"):
+        M.parse_stages(" , ")
+
+
+def test_each_stage_reports_its_first_greedy_flag_and_kept_weights_beside_the_r2d2_agent(tmp_path):
+    """Two stages, each its own suite folder: a row per stage and seed with the agent steps (and
+    minutes) to the first evaluation with a greedy game at the flag (a confirmation's counts too),
+    to the kept weights, and their plays, beside the R2D2 agent's agent steps on that stage."""
+    reps = []
+    for env, evals in (("SuperMarioBros-1-1-v0", _eval_row(100_000, "screen", 0, 0) + _eval_row(200_000, "screen", 2, 0)),
+                       ("SuperMarioBros-4-1-v0", _eval_row(100_000, "screen", 0, 0)
+                        + _eval_row(100_000, "confirm", 3, 0, 20) + _eval_row(200_000, "screen", 0, 1))):
+        suite = M.mario_suite_dir(env, [], str(tmp_path))
+        R.claim_suite_dir(suite, {"suite": "mario", "env": env, "steps": 300_000, "minutes": None,
+                                  "train_args": []}, R.resolved_recipe(env, []))
+        run = _seed(suite, 1, [True] * 8 + [False] * 2, steps=300_000, kept_at=200_000, env=env)
+        (run / "evals.jsonl").write_text(evals)
+        reps.append(M.write_mario_report(suite))
+    assert [r["seeds"]["1"]["first_flag_agent_steps"] for r in reps] == [200_000, 100_000]
+    assert reps[1]["seeds"]["1"]["first_flag_minutes"] == pytest.approx(1.0)  # the games' clock at 100k
+    md = M.stages_markdown(reps)
+    assert "| 1-1 | 1 | 200,000 (2) | 200,000 (2) | 8/10 / 8/10 | 300,000 | 1,180,000 |" in md
+    assert "| 4-1 | 1 | 100,000 (1) | 200,000 (2) | 8/10 / 8/10 | 300,000 | 1,710,000 |" in md
+    page = (M.mario_suite_dir("SuperMarioBros-4-1-v0", [], str(tmp_path)) / "suite_report.md").read_text()
+    assert ("First evaluation with a greedy game at the flag: seed 1 at 100,000 agent steps (1 min) "
+            "(R2D2, one recipe: 1,710,000 agent steps to its first greedy flag on this stage).") in page
+
+
+def test_the_suite_refuses_a_wrong_stage_and_two_ways_of_naming_them_before_any_run(tmp_path):
+    for extra, said in ((["--stages", "9-1"], "'9-1' is not a stage"),
+                        (["--stages", "4-1", "--env", "SuperMarioBros-4-1-v0"], "--stages names the suite's stages; drop --env")):
+        out = subprocess.run([sys.executable, "benchmark_performance.py", "--suite", "mario", "--runs-dir", str(tmp_path),
+                              *extra], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and said in out.stderr, out.stderr
+        assert not list(tmp_path.iterdir())  # no suite folder made
