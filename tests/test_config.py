@@ -185,6 +185,7 @@ def test_help_lists_every_option():
     text = " ".join(out.stdout.split())  # argparse wraps the help at the terminal's width
     assert "(default: None)" not in text  # each Config option names its own default
     assert "(default: 1.0, or the preset's or profile's)" in text and "--episodes EPISODES" in text
+    assert "in at least 95% of the greedy games" in text  # a literal % in a help, which argparse formats with %
 
 
 def test_bad_input_stops_before_any_process_starts(tmp_path):

@@ -36,7 +36,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         default = f.default
         kind = f.metadata.get("type", type(default))
         choices = f.metadata.get("choices")  # shown as the metavar; validation refuses the rest with the fix
-        help_text = f"{f.metadata['help']} (default: {default!r}, or the preset's or profile's)"
+        # argparse fills its help strings with % (%(default)s): a literal % is written %%
+        help_text = f"{f.metadata['help']} (default: {default!r}, or the preset's or profile's)".replace("%", "%%")
         if "nargs" in f.metadata:
             parser.add_argument(*flags, type=kind, nargs=f.metadata["nargs"], const=f.metadata["const"], default=None,
                                 metavar=f.metadata.get("metavar"), help=help_text)
