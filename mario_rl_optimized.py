@@ -127,7 +127,11 @@ def run_push(args: argparse.Namespace) -> int:
     check_repo_id(args.push_to_hub)
     check_episodes(args)
     epsilon = eval_epsilon(args)
-    run_dir = Path(args.run_dir) if args.run_dir else latest_run(RUNS_ROOT)
+    try:
+        run_dir = Path(args.run_dir) if args.run_dir else latest_run(RUNS_ROOT)
+    except ConfigError:  # latest_run speaks to --resume latest, which was not given
+        raise ConfigError(f"--push-to-hub {args.push_to_hub}: no run under {RUNS_ROOT}/ to share; train one first, "
+                          "or pass --run-dir with the run's folder") from None
     if not (run_dir / CHECKPOINT_NAME).is_file():
         raise ConfigError(f"--push-to-hub: {run_dir} holds no run (no {CHECKPOINT_NAME}); pass --run-dir runs/NAME")
     with tempfile.TemporaryDirectory() as tmp:
