@@ -47,6 +47,8 @@ def check_mode(args: argparse.Namespace) -> str | None:
     mode = modes[0] if modes else None
     if args.video and mode != "eval":
         raise ConfigError("--video records an episode played by --eval; add --eval RUN_DIR, or drop --video")
+    if args.video_episodes is not None and not args.video:
+        raise ConfigError("--video-episodes says how many games --video films; add --video PATH.mp4, or drop it")
     if args.private and mode != "push_to_hub":
         raise ConfigError("--private is for --push-to-hub REPO; add it, or drop --private")
     if mode is None:
@@ -84,7 +86,7 @@ def check_episodes(args: argparse.Namespace) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from pipeline.evaluation.evaluate import eval_lock, evaluate
+    from pipeline.evaluation.evaluate import check_video_encoder, eval_lock, evaluate
     from pipeline.records.files import EVAL_HISTORY_NAME, EVAL_NAME
     from pipeline.records.hub import HF_PREFIX, fetch
 
@@ -93,6 +95,11 @@ def run_eval(args: argparse.Namespace) -> int:
     epsilon = eval_epsilon(args)
     if args.video and Path(args.video).suffix.lower() != ".mp4":
         raise ConfigError(f"--video {args.video!r}: give a path ending in .mp4")
+    filmed = 1 if args.video_episodes is None else args.video_episodes
+    if not 1 <= filmed <= args.episodes:
+        raise ConfigError(f"--video-episodes {filmed}: film 1 to {args.episodes} games (--episodes)")
+    if args.video:
+        check_video_encoder()
     source, results_dir = args.eval, None
     if source.startswith(HF_PREFIX):  # a shared agent: its results go beside the runs, not into the Hub cache
         source = str(fetch(source))
@@ -105,13 +112,13 @@ def run_eval(args: argparse.Namespace) -> int:
     with eval_lock(folder):  # one --eval at a time writes a folder's eval.json
         # a corrupt or foreign checkpoint fails inside, with the file named, before any env starts
         res = evaluate(source, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,
-                       epsilon=epsilon, play=play)
+                       epsilon=epsilon, play=play, video_games=filmed)
         print(res.summary(), flush=True)
         out = res.write(folder / EVAL_NAME)
         res.append_to(folder / EVAL_HISTORY_NAME)
     print(f"[EVAL] results: {out}", flush=True)
     if args.video:
-        print(f"[EVAL] video of episode 1: {args.video}", flush=True)
+        print(f"[EVAL] video of game{'s 1-' if filmed > 1 else ' '}{filmed} (H.264): {args.video}", flush=True)
     return 0
 
 

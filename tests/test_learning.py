@@ -85,7 +85,7 @@ def test_eval_plays_greedy_episodes_and_records_video(trained, tmp_path):
     cap = cv2.VideoCapture(str(video))
     ok, frame = cap.read()
     assert ok and frame.shape[:2] == (84, 84)  # the game's own resolution
-    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 6  # one catch episode: 6 steps
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 7  # one catch game: its first screen and one after each of 6 steps
     results = json.loads((run_dir / "eval.json").read_text())
     assert results["episodes"] == 100 and len(results["returns"]) == 100 and results["epsilon"] == 0.0
     assert results["return_mean"] == pytest.approx(mean, abs=0.01) and not results["all_episodes_identical"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from ..file_keys import current_keys
-from .files import CHECKPOINT_NAME, TMP_SUFFIX
+from .files import CHECKPOINT_NAME, TMP_SUFFIX, WEIGHTS_BEST_FIRST
 
 
 class CheckpointError(RuntimeError):
@@ -83,6 +83,16 @@ def checkpoint_file(path: str | Path) -> Path:
     """The file a checkpoint argument names: a .pt file, or a run folder's checkpoint.pt."""
     path = Path(path)
     return path / CHECKPOINT_NAME if path.is_dir() else path
+
+
+def kept_weights(path: str | Path) -> Path:
+    """The weights a checkpoint argument means to play: a .pt file itself; in a run folder the
+    weights the run kept, best first (``WEIGHTS_BEST_FIRST``: best_eval.pt, else best.pt, else
+    checkpoint.pt, the last weights)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    return next((path / n for n in WEIGHTS_BEST_FIRST if (path / n).is_file()), path / CHECKPOINT_NAME)
 
 
 def load(path: str | Path, env_id: str | None = None, n_actions: int | None = None, frame_stack: int | None = None) -> dict:

@@ -69,5 +69,5 @@ OTHER_FOLDERS = (TB_DIR, WANDB_DIR)
 # write of it leaves where the run was killed before the rename (checkpoints, best*.pt, config.json,
 # eval.json, the replay, the rows set aside by a resume)
 CLEARED_FILES = tuple(n for name in (*RUN_FILES, *OTHER_FILES) for n in (name, name + TMP_SUFFIX))
-# the newest weights of a run, best first: what --push-to-hub evaluates
+# the weights a run kept, best first: what --eval RUN plays and --push-to-hub shares
 WEIGHTS_BEST_FIRST = (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME)

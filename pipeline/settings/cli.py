@@ -120,10 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "a uint8 replay and a mixed-precision BatchNorm DQN learner.",
         formatter_class=HelpFormatter)
     modes = parser.add_argument_group("evaluation and plots (instead of training)")
-    modes.add_argument("--eval", metavar="CHECKPOINT", help="play greedy episodes with a checkpoint file or run directory")
+    modes.add_argument("--eval", metavar="RUN", help="play greedy games with a run's kept weights (its folder: "
+                       "best_eval.pt, else best.pt, else checkpoint.pt, and it says which), a .pt file, or hf://user/repo")
     modes.add_argument("--episodes", type=_number(int, "--episodes 10"), default=10, help="episodes to play with --eval (--eval-epsilon sets "
                                                                 "its random-action probability)")
-    modes.add_argument("--video", metavar="PATH.mp4", help="with --eval: record the first episode to this MP4")
+    modes.add_argument("--video", metavar="PATH.mp4", help="with --eval: film the first game (H.264, plays in a browser)")
+    modes.add_argument("--video-episodes", type=_number(int, "--video-episodes 3"), metavar="N",
+                       help="with --video: film the first N games, one after another (default 1)")
     modes.add_argument("--plot", metavar="RUN_DIR", help="draw RUN_DIR/learning_curve.png from its metrics.jsonl")
     modes.add_argument("--push-to-hub", metavar="REPO", help="share the run in --run-dir (default: the latest) on the "
                        "Hugging Face Hub as user/name: model card, weights, config.json, eval.json, curve and video "
