@@ -197,6 +197,9 @@ class RunConfig:
                                 "for Mario); 0 = --eval-episodes. More games keep weights by their rate, not by a "
                                 "lucky draw; a Mario confirmation counts its flags per --eval-episodes games", 0)
     eval_epsilon: float = doc("random-action probability when evaluating (--eval-interval and --eval); CleanRL uses 0.05", 0.0)
+    capture_video: bool = doc("film one greedy game of each --eval-interval evaluation, as <run_dir>/videos/"
+                              "eval-{agent steps}.mp4 (H.264), to watch the agent improve (CleanRL's --capture-video)",
+                              False)
     stop_at_flag: bool = doc("stop once the kept weights (best_eval.pt) reach the flag in at least 95% of the greedy "
                              "games of the evaluation that confirmed them (19 of 20; Mario, with --eval-interval), "
                              "saving an MP4 of a flag run beside them; false trains on to --total-steps", True)

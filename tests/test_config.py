@@ -203,6 +203,8 @@ def test_bad_input_stops_before_any_process_starts(tmp_path):
     ({"reward_scale": 0.0, "clip_rewards": False}, "--reward-scale 0.0: must be positive"),
     ({"eval_epsilon": 1.5}, "--eval-epsilon 1.5: must be in [0, 1]"),
     ({"eval_interval": -1}, "--eval-interval -1: must be 0 or more"),
+    ({"capture_video": True, "eval_interval": 0}, "--capture-video True: films the --eval-interval evaluations, and "
+                                                  "--eval-interval is 0; add --eval-interval N"),
     ({"eps_end": 2.0}, "--eps-end 2.0: must be in [0, 1]"),
     ({"bootstrap_epsilon": 1.0}, "--bootstrap-epsilon 1.0: must be in [0, 1)"),
     ({"weight_average": 1.0}, "--weight-average 1.0: must be in [0, 1)"),

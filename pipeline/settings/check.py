@@ -111,6 +111,13 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
                              "--stall-steps N (e.g. 10) or leave --stall-penalty 0")
     if run.time_limit < 0:
         bad("time_limit", "must be 0 (no limit) or a number of minutes")
+    if run.capture_video and not run.eval_interval:
+        bad("capture_video", "films the --eval-interval evaluations, and --eval-interval is 0; add --eval-interval N "
+                             "(the Mario preset's is 50000)")
+    if run.capture_video:
+        from ..evaluation.evaluate import check_video_encoder
+
+        check_video_encoder()
     device = resolve_device(cfg.device, hw)
     if lrn.amp and lrn.amp_dtype == "fp16" and device != "cuda":
         bad("amp_dtype", f"fp16 autocast needs CUDA but the learner runs on {device}; use --amp-dtype bf16 (or auto)")
