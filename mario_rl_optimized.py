@@ -177,6 +177,23 @@ def train(**overrides):
     return train_run(*prepare_run(overrides))
 
 
+def load(source, seed: int | None = None):
+    """A trained agent from a run folder (the weights it kept: best_eval.pt, else best.pt, else
+    checkpoint.pt), a .pt file or ``hf://user/repo``, to act from Python (as SB3's load/predict)::
+
+        from mario_rl_optimized import load
+        agent = load("runs/pong")
+        env = agent.make_env()                  # the game as the run trained on it, whole games
+        obs, info = env.reset(seed=1)
+        action = agent.act(obs)                 # greedy; agent.act(obs, epsilon=0.05) explores
+
+    Raises CheckpointError (a missing, corrupt or foreign file, named) or HubError; see
+    pipeline.evaluation.agent.Agent."""
+    from pipeline.evaluation.agent import load as load_agent
+
+    return load_agent(source, seed)
+
+
 def main(argv=None) -> int:
     from pipeline.records.checkpoint import CheckpointError
     from pipeline.records.hub import HubError

@@ -105,3 +105,31 @@ def test_eval_result_warns_when_every_episode_was_the_same_game(tmp_path):
                        [True, False, False], epsilon=0.05, random_near_end=[0, 2, 0])
     assert "flag reached 1/3 (1 of the 2 misses with a random action in their last 8 steps)" in noisy.summary()
     assert "misses" not in dataclasses.replace(noisy, epsilon=0.0).summary()  # greedy: no random action to count
+
+
+def test_a_loaded_agent_plays_the_games_eval_plays(trained):
+    """load(RUN) from Python: the trained weights act on agent.make_env()'s observations as --eval
+    plays them (the same actions and return on each seed), and catch the ball far more often than
+    a random policy."""
+    import hashlib
+
+    from mario_rl_optimized import load
+    from pipeline.evaluation.evaluate import evaluate
+
+    run_dir, _ = trained
+    agent = load(run_dir)
+    env = agent.make_env()
+    returns, seen = [], set()
+    for seed in range(50):
+        obs, _ = env.reset(seed=seed)
+        actions, ret, done = [], 0.0, False
+        while not done:
+            actions.append(agent.act(obs))
+            obs, reward, terminated, truncated, _ = env.step(actions[-1])
+            ret, done = ret + reward, terminated or truncated
+        played = evaluate(run_dir, 1, seed=seed, log=lambda *_: None)
+        assert played.returns == [ret] and played.action_digests == [hashlib.sha1(bytes(actions)).hexdigest()]
+        returns.append(ret)
+        seen.update(actions)
+    env.close()
+    assert len(seen) > 1 and sum(returns) / len(returns) >= RANDOM_RETURN + 0.4, returns
