@@ -146,3 +146,17 @@ def test_load_plays_a_shared_agent_from_the_hub(tmp_path, monkeypatch):
     agent = load("hf://someone/catch-dqn")
     assert agent.path == folder / "checkpoint.pt" and agent.env_id == CATCH
     assert agent.act(agent.make_env().reset(seed=0)[0]) in (0, 1, 2)
+
+
+def test_the_load_example_in_usage_md_runs_as_written(tmp_path, capsys):
+    """docs/usage.md's load() example, run as a user pastes it (on a run folder of catch)."""
+    import re
+
+    from tests.run_folders import make_run
+
+    usage = (ROOT / "docs" / "usage.md").read_text()
+    example = next(block for block in re.findall(r"```python\n(.*?)```", usage, re.S) if "load(" in block)
+    assert '"runs/pong"' in example
+    run = make_run(tmp_path)
+    exec(example.replace('"runs/pong"', repr(str(run))), {})
+    assert capsys.readouterr().out.startswith(f"{run / 'checkpoint.pt'}: the run's last weights")
