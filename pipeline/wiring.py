@@ -100,6 +100,7 @@ class Pipeline:
         # epochs' speed figures were a share of the machine, so reports need not trust a note
         self.books.end_epoch(window, self.mark(t), self.collectors.launches, self.evals.best, self.evals.last_flags,
                              len(shm.live_runs()))
+        self.consolidator.epoch_end()  # its next [PROCESSOR] line follows the epoch's lines
 
     def save_checkpoint(self, name: str = CHECKPOINT_NAME, best: dict | None = None) -> Path:
         steps = self.agent_steps()

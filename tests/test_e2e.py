@@ -32,7 +32,10 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     first_out = out
     assert proc.returncode == 0, out[-3000:]
     assert "[PROCESSOR] Processed:" in out and "Consolidated Queue:" in out
-    assert "[MAIN] Epoch 1 - Loss:" in out and "Epsilon:" in out and "env steps/s" in out
+    assert "[MAIN] Epoch 1 - Loss:" in out and "Epsilon:" in out and "agent steps/s" in out
+    # [PROCESSOR] every --consolidation-log-interval while the replay fills, then one an epoch at most
+    after = out[out.index("[MAIN] Epoch 1 - "):]
+    assert after.count("[PROCESSOR] ") <= after.count("[MAIN] Epoch "), after
     _check_clean(proc, mark)
     # the start line names how the collectors step and act, as the run's config.json records them
     conf = json.loads((run_dir / "config.json").read_text())["config"]

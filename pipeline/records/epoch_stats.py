@@ -102,7 +102,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         + (f", LR: {e.lr:.3g}" if e.lr is not None else "")
         + (f", Stalls: {b.stalls - a.stalls:,}" if e.stall_steps else "")
         + (f", Eval flags: {e.eval_flags}" if e.mario and e.eval_flags else ""),
-        f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
+        f"[MAIN] Speed - {sps:,.0f} agent steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
         f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (b.consolidation_s - a.consolidation_s) / dt:.0f}% | "
         f"collectors: env {100 * share['env']:.0f}%, act {100 * share['act']:.0f}%, "
