@@ -66,3 +66,39 @@ def test_push_to_hub_with_no_runs_says_so_without_naming_resume(capsys, tmp_path
     assert err.splitlines() == ["error: --push-to-hub someone/agent: no run under runs/ to share; train one first, "
                                 "or pass --run-dir with the run's folder"]
     assert "--resume" not in err
+
+
+def _option_line(text: str, option: str) -> str:
+    return next(line for line in text.splitlines() if line.split()[:1] == [option])
+
+
+def test_help_with_an_env_gives_the_values_that_game_trains_with(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help", "--env", "ALE/Pong-v5"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0
+    assert "its value for ALE/Pong-v5 on this machine" in out
+    assert _option_line(out, "--env").split()[1:3] == ["ALE/Pong-v5", "(given)"]
+    assert _option_line(out, "--replay-ratio").split()[1:3] == ["8.0", "(Atari)"]
+    assert _option_line(out, "--mario-actions").split()[1] == "simple" and "Atari" not in _option_line(out, "--gamma")
+    with pytest.raises(SystemExit) as e:  # the other options given count too, after --help as before it
+        main(["--env", "ALE/Pong-v5", "--replay-ratio", "4", "--help"])
+    assert _option_line(capsys.readouterr().out, "--replay-ratio").split()[1:3] == ["4.0", "(given)"]
+
+
+def test_help_in_a_terminal_cuts_each_line_to_its_width():
+    from pipeline.settings.cli import build_parser
+    from pipeline.settings.help import help_text
+
+    parser = build_parser()
+    text = help_text(parser, parser.parse_args(["--env", "ALE/Pong-v5"]), width=80)
+    options = [line for line in text.splitlines() if line.startswith("  --")]
+    assert len(options) > 100 and all(len(line) <= 80 for line in options)
+    assert any(line.endswith("…") for line in options)
+
+
+def test_help_for_an_unknown_env_is_one_line(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help", "--env", "ALE/Pnog-v5"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and out == "" and len(err.splitlines()) == 1 and "Did you mean ALE/Pong-v5" in err

@@ -118,8 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         description="Fast DQN for Super Mario Bros and Atari: collector processes, shared-memory rings, "
                     "a uint8 replay and a mixed-precision BatchNorm DQN learner.",
-        formatter_class=HelpFormatter)
+        formatter_class=HelpFormatter, add_help=False)
     modes = parser.add_argument_group("evaluation and plots (instead of training)")
+    modes.add_argument("-h", "--help", action="store_true",
+                       help="this list: every option on one line, with its value here (--help --env ID: that game's)")
     modes.add_argument("--eval", metavar="RUN", help="play greedy games with a run's kept weights (its folder: "
                        "best_eval.pt, else best.pt, else checkpoint.pt, and it says which), a .pt file, or hf://user/repo")
     modes.add_argument("--episodes", type=_number(int, "--episodes 10"), default=10, help="episodes to play with --eval (--eval-epsilon sets "
@@ -137,4 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
+    """The command line; ``--help`` prints the options with the values they resolve to (with the
+    other options given, ``--env`` first among them) and exits."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.help:
+        from config_optimized import ConfigError
+
+        from .help import print_help
+
+        try:
+            print_help(parser, args)
+        except ConfigError as e:
+            parser.exit(2, f"error: {e}\n")
+        parser.exit(0)
+    return args
