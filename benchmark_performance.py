@@ -127,7 +127,8 @@ def main(argv=None) -> int:
                             "RUNS_DIR/suite-NAME[_options]/, each run in seedN/GAME/")
     suite.add_argument("--steps", type=int, default=None,
                        help="with --suite: agent steps per game and seed (default 500000 for atari5: two of "
-                            "Dopamine's 250k iterations; 800000 for mario: 60 minutes on a 2-core Zen 5 in bf16)")
+                            "Dopamine's 250k iterations; 800000 for mario: the record's seeds took 186-216 min on "
+                            "a shared 2-core AMD EPYC Zen 4 in fp32, docs/results.md)")
     suite.add_argument("--play-games", type=int, default=10, metavar="N",
                        help="with --suite mario: games each seed's kept weights play greedy, and again at epsilon "
                             "0.05, once it has trained (default 10)")

@@ -302,3 +302,18 @@ def test_eval_says_how_it_is_getting_on_while_a_game_plays(tmp_path, capsys, mon
     assert first == 2 + CATCH_STEPS and lines[first - 1].startswith("[EVAL] Playing: 0/2 games over, 12 agent steps in ")
     assert re.fullmatch(r"\[EVAL\] game 1/2: return -?1\.0, length 6", lines[first])
     assert re.fullmatch(r"\[EVAL\] game 2/2: return -?1\.0, length 6", lines[first + 1])
+
+
+def test_a_damaged_kept_file_is_named_with_its_whole_cause_and_advice_for_playing(tmp_path, capsys):
+    """--eval of a run whose best.pt is damaged: one line naming it, torch's cause whole (it was
+    cut at 120 characters), and what to play instead, not a resume's advice."""
+    from mario_rl_optimized import main
+
+    run = make_run(tmp_path)
+    (run / "best.pt").write_bytes(b"PK\x03\x04 truncated")
+    assert main(["--eval", str(run)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: checkpoint {run / 'best.pt'} is truncated or corrupt (")
+    assert err[0].endswith(f"); play another of the run's weights ({run / 'checkpoint.pt'})") and "--resume" not in err[0]
+    cause = err[0].split(" is truncated or corrupt (", 1)[1].rsplit("); play another", 1)[0]
+    assert len(cause) > 120 and cause.startswith("RuntimeError: PytorchStreamReader")  # torch's whole message

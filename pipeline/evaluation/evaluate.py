@@ -320,7 +320,9 @@ def load_policy(checkpoint: str | Path) -> Policy:
     with; every failure is a CheckpointError that names the file."""
     path = ckpt.kept_weights(checkpoint)
     digest = weights_digest(path) if path.is_file() else ""
-    state = ckpt.load(path)
+    others = [n for n in (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME) if n != path.name and (path.parent / n).is_file()]
+    state = ckpt.load(path, fix=f"play another of the run's weights ({', '.join(str(path.parent / n) for n in others)})"
+                      if others else "play another checkpoint, or train the run again")
     if digest and weights_digest(path) != digest:
         raise ckpt.CheckpointError(f"checkpoint {path} was replaced while it was being read (a run is saving "
                                    "it); evaluate it again")

@@ -131,8 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --video: film the first N games, one after another (default 1)")
     modes.add_argument("--plot", metavar="RUN_DIR", help="draw RUN_DIR/learning_curve.png from its metrics.jsonl")
     modes.add_argument("--push-to-hub", metavar="REPO", help="share the run in --run-dir (default: the latest) on the "
-                       "Hugging Face Hub as user/name: model card, weights, config.json, eval.json, curve and video "
-                       "(evaluates it first if it has no eval.json); needs pip install 'fast-dqn[hub]'")
+                       "Hugging Face Hub as user/name: model card, weights, config.json, eval.json, curve and video; "
+                       "it evaluates the run's kept weights first (--episodes, filmed) unless its eval.json is of "
+                       "those very weights (their SHA-256); needs pip install 'fast-dqn[hub]'")
     modes.add_argument("--private", action="store_true", help="with --push-to-hub: create the repository private")
     add_config_arguments(parser.add_argument_group("training (every field of config_optimized.Config)"))
     return parser
