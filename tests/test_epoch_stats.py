@@ -102,3 +102,18 @@ def test_processor_lines_come_at_the_interval_while_the_replay_fills_then_one_af
     finally:
         c.stop_event.set()
         c.join()
+
+
+def test_the_eta_counts_only_an_epoch_that_trained_at_its_ratio():
+    """An epoch of the replay's fill plays without training, several times faster than learning:
+    its pace says nothing of when the run ends (a Mario run's first ETA read 0:40:39, its second
+    1:10:47). It gives no ETA, or the time limit as an upper bound; an epoch that trained does."""
+    from pipeline.records.epoch_stats import eta, trained_at_its_ratio
+
+    assert not trained_at_its_ratio(10_000, 0, 32, 4.0)          # the fill: no update
+    assert not trained_at_its_ratio(10_000, 600, 32, 4.0)        # learning started late in the epoch
+    assert trained_at_its_ratio(10_000, 1_250, 32, 4.0)          # 4 samples per agent step
+    assert eta(5_000_000, 10_000, 700.0, 0.0, 20.0, paced=False) == "n/a until learning runs"
+    assert eta(5_000_000, 10_000, 700.0, 60.0, 20.0, paced=False).startswith("0:59:40 at most (--time-limit")
+    assert eta(5_000_000, 20_000, 200.0, 0.0, 80.0) == "6:55:00"  # 4,980,000 steps at 200/s
+    assert eta(5_000_000, 20_000, 200.0, 60.0, 80.0) == "0:58:40"  # the time limit comes first
