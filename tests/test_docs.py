@@ -118,3 +118,28 @@ def test_the_checker_finds_a_broken_link(tmp_path):
     assert any("missing.png" in p for p in problems)
     assert any("#nope" in p for p in problems)
     assert any("#nowhere" in p for p in problems)
+
+
+def test_make_train_installs_what_training_needs_and_make_test_adds_the_test_extras(tmp_path):
+    """The README's two set-up commands: `make train` installs the package alone (torch, the
+    games, the encoder), `make test` the test extras too (pytest, Ray, W&B, huggingface_hub),
+    which training never imports. Read from make's own dry run into an empty venv folder."""
+    import shutil
+    import subprocess
+    import tomllib
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+
+    def installs(target: str) -> list[str]:
+        out = subprocess.run(["make", "-n", target, f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60, check=True).stdout
+        return [line.split(" install --quiet ", 1)[1] for line in out.splitlines() if "pip install --quiet -e" in line]
+
+    assert installs("train") == ["-e ."]
+    assert installs("test") == ['-e ".[test]"']
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    needed = " ".join(project["dependencies"])
+    for extra in ("pytest", "ray", "wandb", "huggingface_hub"):
+        assert extra not in needed and any(d.startswith(extra) for d in project["optional-dependencies"]["test"])
+    assert "imageio-ffmpeg" in needed  # --video and flag.mp4 belong to training's install
