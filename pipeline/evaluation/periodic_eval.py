@@ -163,6 +163,7 @@ class PeriodicEval:
         self.ctx = mp.get_context("spawn") if ctx is None or ctx.get_start_method() == "fork" else ctx
         self.run_dir, self.interval, self.episodes = Path(run_dir), interval, episodes
         self.video_dir = video_dir
+        self.film: Path | None = None  # the video the screening start() launches films (--capture-video)
         self.confirm_episodes = confirm_episodes or episodes
         self.epsilons, self.metric, self.seed, self.log = tuple(epsilons), metric, seed, log
         self.epsilon = max(self.epsilons)  # --eval-epsilon
@@ -190,18 +191,19 @@ class PeriodicEval:
         self.next_at = (steps // self.interval + 1) * self.interval
         try:
             path = save_weights(CANDIDATE_NAME)
-            video = self.video_dir / f"eval-{steps:09d}.mp4" if self.video_dir else None
-            self._launch(path, self.seed + steps, "screen", video)
+            self.film = self.video_dir / f"eval-{steps:09d}.mp4" if self.video_dir else None
+            self._launch(path, self.seed + steps, "screen")
         except Exception as e:  # a full disk or no memory for a process: training goes on without it
             self.log(f"[EVAL] Evaluation at {steps:,} agent steps not started: {type(e).__name__}: {e}")
             return
         self.steps = steps
 
-    def _launch(self, path: Path, games_seed: int, phase: str, video: Path | None = None) -> None:
+    def _launch(self, path: Path, games_seed: int, phase: str) -> None:
+        video, self.film = (str(self.film) if self.film and phase == "screen" else None), None  # start's, once
         recv, send = self.ctx.Pipe(duplex=False)
         proc = self.ctx.Process(target=_play, name="evaluator", daemon=True,
                                 args=(str(path), self.confirm_episodes if phase == "confirm" else self.episodes,
-                                      self.epsilons, games_seed, send, str(video) if video else None))
+                                      self.epsilons, games_seed, send, video))
         try:
             proc.start()
         finally:
