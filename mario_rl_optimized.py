@@ -86,9 +86,10 @@ def check_episodes(args: argparse.Namespace) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from pipeline.evaluation.evaluate import check_video_encoder, eval_lock, evaluate
+    from pipeline.evaluation.evaluate import eval_lock, evaluate
     from pipeline.records.files import EVAL_HISTORY_NAME, EVAL_NAME
     from pipeline.records.hub import HF_PREFIX, fetch
+    from pipeline.settings.check import check_video_encoder
 
     play = eval_play_options(args)
     check_episodes(args)
@@ -201,6 +202,11 @@ def main(argv=None) -> int:
 
     args = parse_args(argv)
     try:
+        if args.help:  # every option on one line, with the value it takes here (the other options given count)
+            from pipeline.settings.help import print_help
+
+            print_help(args)
+            return 0
         mode = check_mode(args)
         if mode == "plot":
             from pipeline.records.curves import plot_learning_curve

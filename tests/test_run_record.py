@@ -74,7 +74,7 @@ def test_overwrite_leaves_nothing_of_the_old_run(tmp_path):
     names = {v for k, v in vars(files).items() if k.isupper() and isinstance(v, str) and not k.endswith("_SUFFIX")}
     names = names - outside | {files.after_checkpoint_name(files.EPISODES_NAME),
                                files.after_checkpoint_name(files.METRICS_NAME)}
-    folders = {files.TB_DIR, files.WANDB_DIR}
+    folders = {files.TB_DIR, files.WANDB_DIR, files.VIDEOS_DIR}
     assert {files.EVAL_HISTORY_NAME, files.FLAG_VIDEO_NAME, files.EVAL_NAME, files.REPLAY_NAME} <= names
     run_dir = make_run(tmp_path / "run")
     for name in names - folders:

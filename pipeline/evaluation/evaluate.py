@@ -136,19 +136,6 @@ class VideoWriter:
             self.tmp.unlink(missing_ok=True)
 
 
-def check_video_encoder() -> None:
-    """Refuse a --video before any env starts where the encoder is not installed."""
-    from config_optimized import ConfigError
-
-    try:
-        import imageio_ffmpeg
-
-        imageio_ffmpeg.get_ffmpeg_exe()
-    except (ImportError, RuntimeError) as e:
-        raise ConfigError(f"a video needs the imageio-ffmpeg package and its ffmpeg ({type(e).__name__}: {e}); "
-                          "pip install imageio-ffmpeg (make train installs it)") from None
-
-
 def weights_digest(checkpoint: str | Path) -> str:
     """SHA-256 of the checkpoint file: what ties an evaluation to the weights it played (file
     times do not: os.replace keeps a file's mtime from when it was written)."""

@@ -140,18 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    """The command line; ``--help`` prints the options with the values they resolve to (with the
-    other options given, ``--env`` first among them) and exits."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.help:
-        from config_optimized import ConfigError
-
-        from .help import print_help
-
-        try:
-            print_help(parser, args)
-        except ConfigError as e:
-            parser.exit(2, f"error: {e}\n")
-        parser.exit(0)
-    return args
+    """The command line (``args.help``: --help was given; the entry script prints
+    ``pipeline.settings.help``'s list then)."""
+    return build_parser().parse_args(argv)

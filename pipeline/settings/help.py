@@ -119,7 +119,10 @@ def help_text(parser: argparse.ArgumentParser, args: argparse.Namespace, width: 
     return "\n".join(lines)
 
 
-def print_help(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+def print_help(args: argparse.Namespace) -> None:
+    """--help as the training command prints it: cut to the terminal's width in a terminal."""
+    from .cli import build_parser
+
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-    print(help_text(parser, args, width))
+    print(help_text(build_parser(), args, width))
 
