@@ -24,7 +24,6 @@ The parts live in the ``bench`` package, one module each; this file is their com
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -58,8 +57,10 @@ def main(argv=None) -> int:
     from bench.ring_vs_queue import bench_queue
     from pipeline.learner import flush_denormals
 
+    from pipeline.settings.cli import Parser
+
     flush_denormals()  # as a training run does, before this process's first parallel torch work
-    ap = argparse.ArgumentParser(description="Measure what each optimization buys on this machine: the ladder "
+    ap = Parser(description="Measure what each optimization buys on this machine: the ladder "
                                              "(each row adds one optimization) plus component benchmarks, in one run.", allow_abbrev=False)
     ap.add_argument("--quick", action="store_true", help="short windows, nothing compiled: the compile rows are "
                     "skipped and row 8 and --autotune's trials run eager (under 2 minutes)")

@@ -197,6 +197,9 @@ class RunConfig:
                                 "for Mario); 0 = --eval-episodes. More games keep weights by their rate, not by a "
                                 "lucky draw; a Mario confirmation counts its flags per --eval-episodes games", 0)
     eval_epsilon: float = doc("random-action probability when evaluating (--eval-interval and --eval); CleanRL uses 0.05", 0.0)
+    capture_video: bool = doc("film one greedy game of each --eval-interval evaluation, as <run_dir>/videos/"
+                              "eval-{agent steps}.mp4 (H.264), to watch the agent improve (CleanRL's --capture-video)",
+                              False)
     stop_at_flag: bool = doc("stop once the kept weights (best_eval.pt) reach the flag in at least 19 of every 20 greedy "
                              "games of the evaluation that confirmed them (Mario, with --eval-interval), "
                              "saving an MP4 of a flag run beside them; false trains on to --total-steps", True)
@@ -213,8 +216,11 @@ class RunConfig:
                       "needs pip install 'fast-dqn[track]'", False)
     wandb_project: str = doc("W&B project for --track", "fast-dqn")
     wandb_entity: str = doc("W&B entity (user or team) for --track; unset = your default", "")
-    epoch_steps: int = doc("agent steps per epoch: one [MAIN] log line and one metrics.jsonl row", 10_000)
-    consolidation_log_interval: float = doc("seconds between the consolidation thread's [PROCESSOR] log lines", 10.0)
+    epoch_steps: int = doc("agent steps per epoch: two [MAIN] log lines (the epoch's figures, its speed) and one "
+                           "metrics.jsonl row", 10_000)
+    consolidation_log_interval: float = doc("seconds between the consolidation thread's [PROCESSOR] log lines while "
+                                            "the replay fills; once epochs end, one follows an epoch's lines at most",
+                                            10.0)
 
 
 PARTS = {"env_options": EnvOptions, "collectors": CollectorConfig, "replay": ReplayConfig, "learner": LearnerConfig,
@@ -371,7 +377,7 @@ def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
         over["act_bf16"] = hw.bf16_pays
     if name == "cpu-small":
         # The NES emulator keeps a Mario collector busy on its core (94% of its time), so there the
-        # learner takes only the cores left; two threads slowed Mario from ~195 to ~125 env steps/s.
+        # learner takes only the cores left; two threads slowed Mario from ~195 to ~125 agent steps/s.
         mario = family == "mario"
         over["learner_threads"] = max(1, hw.cores - CollectorConfig.num_collectors) if mario else hw.cores
         # ... and steps its envs on two threads (the emulator releases the GIL), taking the core time

@@ -47,6 +47,8 @@ def check_mode(args: argparse.Namespace) -> str | None:
     mode = modes[0] if modes else None
     if args.video and mode != "eval":
         raise ConfigError("--video records an episode played by --eval; add --eval RUN_DIR, or drop --video")
+    if args.video_episodes is not None and not args.video:
+        raise ConfigError("--video-episodes says how many games --video films; add --video PATH.mp4, or drop it")
     if args.private and mode != "push_to_hub":
         raise ConfigError("--private is for --push-to-hub REPO; add it, or drop --private")
     if mode is None:
@@ -87,12 +89,18 @@ def run_eval(args: argparse.Namespace) -> int:
     from pipeline.evaluation.evaluate import eval_lock, evaluate
     from pipeline.records.files import EVAL_HISTORY_NAME, EVAL_NAME
     from pipeline.records.hub import HF_PREFIX, fetch
+    from pipeline.settings.check import check_video_encoder
 
     play = eval_play_options(args)
     check_episodes(args)
     epsilon = eval_epsilon(args)
     if args.video and Path(args.video).suffix.lower() != ".mp4":
         raise ConfigError(f"--video {args.video!r}: give a path ending in .mp4")
+    filmed = 1 if args.video_episodes is None else args.video_episodes
+    if not 1 <= filmed <= args.episodes:
+        raise ConfigError(f"--video-episodes {filmed}: film 1 to {args.episodes} games (--episodes)")
+    if args.video:
+        check_video_encoder()
     source, results_dir = args.eval, None
     if source.startswith(HF_PREFIX):  # a shared agent: its results go beside the runs, not into the Hub cache
         source = str(fetch(source))
@@ -105,13 +113,13 @@ def run_eval(args: argparse.Namespace) -> int:
     with eval_lock(folder):  # one --eval at a time writes a folder's eval.json
         # a corrupt or foreign checkpoint fails inside, with the file named, before any env starts
         res = evaluate(source, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,
-                       epsilon=epsilon, play=play)
+                       epsilon=epsilon, play=play, video_games=filmed)
         print(res.summary(), flush=True)
         out = res.write(folder / EVAL_NAME)
         res.append_to(folder / EVAL_HISTORY_NAME)
     print(f"[EVAL] results: {out}", flush=True)
     if args.video:
-        print(f"[EVAL] video of episode 1: {args.video}", flush=True)
+        print(f"[EVAL] video of game{'s 1-' if filmed > 1 else ' '}{filmed} (H.264): {args.video}", flush=True)
     return 0
 
 
@@ -127,7 +135,11 @@ def run_push(args: argparse.Namespace) -> int:
     check_repo_id(args.push_to_hub)
     check_episodes(args)
     epsilon = eval_epsilon(args)
-    run_dir = Path(args.run_dir) if args.run_dir else latest_run(RUNS_ROOT)
+    try:
+        run_dir = Path(args.run_dir) if args.run_dir else latest_run(RUNS_ROOT)
+    except ConfigError:  # latest_run speaks to --resume latest, which was not given
+        raise ConfigError(f"--push-to-hub {args.push_to_hub}: no run under {RUNS_ROOT}/ to share; train one first, "
+                          "or pass --run-dir with the run's folder") from None
     if not (run_dir / CHECKPOINT_NAME).is_file():
         raise ConfigError(f"--push-to-hub: {run_dir} holds no run (no {CHECKPOINT_NAME}); pass --run-dir runs/NAME")
     with tempfile.TemporaryDirectory() as tmp:
@@ -166,6 +178,23 @@ def train(**overrides):
     return train_run(*prepare_run(overrides))
 
 
+def load(source, seed: int | None = None):
+    """A trained agent from a run folder (the weights it kept: best_eval.pt, else best.pt, else
+    checkpoint.pt), a .pt file or ``hf://user/repo``, to act from Python (as SB3's load/predict)::
+
+        from mario_rl_optimized import load
+        agent = load("runs/pong")
+        env = agent.make_env()                  # the game as the run trained on it, whole games
+        obs, info = env.reset(seed=1)
+        action = agent.act(obs)                 # greedy; agent.act(obs, epsilon=0.05) explores
+
+    Raises CheckpointError (a missing, corrupt or foreign file, named) or HubError; see
+    pipeline.evaluation.agent.Agent."""
+    from pipeline.evaluation.agent import load as load_agent
+
+    return load_agent(source, seed)
+
+
 def main(argv=None) -> int:
     from pipeline.records.checkpoint import CheckpointError
     from pipeline.records.hub import HubError
@@ -173,6 +202,11 @@ def main(argv=None) -> int:
 
     args = parse_args(argv)
     try:
+        if args.help:  # every option on one line, with the value it takes here (the other options given count)
+            from pipeline.settings.help import print_help
+
+            print_help(args)
+            return 0
         mode = check_mode(args)
         if mode == "plot":
             from pipeline.records.curves import plot_learning_curve

@@ -22,6 +22,11 @@ class Consolidator(threading.Thread):
         self.remote = NoRayCollectors() if remote is None else remote
         self.log, self.log_interval = log, log_interval
         self.stop_event = threading.Event()
+        # [PROCESSOR] lines: every log_interval while the replay fills, the run's only sign of
+        # life then; once epochs end, one after an epoch's lines at most (1,087 of them against
+        # 76 epoch lines buried a Mario log)
+        self.epochs_ended = 0
+        self.epoch_ended = threading.Event()
         self.processed = 0      # records moved
         self.agent_steps = 0      # agent steps moved (records minus final-observation records)
         self.batches = 0        # drains that moved something
@@ -67,14 +72,25 @@ class Consolidator(threading.Thread):
             self.busy_s += time.perf_counter() - t0
         return moved
 
+    def epoch_end(self) -> None:
+        """An epoch's lines were logged: the next [PROCESSOR] line may follow them."""
+        self.epochs_ended += 1
+        self.epoch_ended.set()
+
+    def log_due(self, since_last: float) -> bool:
+        """Whether a [PROCESSOR] line is due ``since_last`` seconds after the last: each
+        log_interval until the first epoch ends, then after an epoch's lines (and log_interval)."""
+        return since_last >= self.log_interval and (not self.epochs_ended or self.epoch_ended.is_set())
+
     def run(self) -> None:
         last_log = time.monotonic()
         try:
             while not self.stop_event.is_set():
                 if not self.drain_once():
                     time.sleep(0.002)
-                if time.monotonic() - last_log >= self.log_interval:
+                if self.log_due(time.monotonic() - last_log):
                     last_log = time.monotonic()
+                    self.epoch_ended.clear()
                     self.log(f"[PROCESSOR] Processed: {self.processed:,}, Batches: {self.batches:,}, Drops: {self.drops():,}, "
                              f"Buffer: {len(self.replay):,}, Consolidated Queue: {self.pending():,}")
             # The stop comes after the collectors were joined and the Ray intake stopped, so what

@@ -23,7 +23,7 @@ from .records.files import (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, FLAG_VID
                             WEIGHTS_BEST_FIRST)
 from .records.metrics import read_jsonl
 from .records.resume import check_resume
-from .records.run_folder import clear_run, link_latest, resolve_run_dir
+from .records.run_folder import RUNS_ROOT, clear_run, link_latest, resolve_run_dir
 from .records.runlog import RunLog
 from .records.tracking import TrackingError
 from .replay import snapshot
@@ -52,13 +52,16 @@ def prepare_run(args):
     flush_denormals()  # before the bf16 probe's torch threads: they inherit it (the trainer checks)
     probed = probe_this_cpu()  # the learner's bf16 speed on this CPU, once per CPU model: the profile's precision follows it
     res = resolve_config(args)
+    had_root = RUNS_ROOT.exists()
     cfg, hw = resolve_run_dir(res.cfg), res.hw
     try:
         return cfg, hw, checked_notes(cfg, hw, res, probed)
     except ConfigError:
-        if not res.cfg.run.run_dir and not res.cfg.run.resume:  # the new folder resolve_run_dir made is left empty
-            with contextlib.suppress(OSError):
-                Path(cfg.run.run_dir).rmdir()
+        if not res.cfg.run.run_dir and not res.cfg.run.resume:  # the new folder resolve_run_dir made is left empty,
+            made = [Path(cfg.run.run_dir)] + ([RUNS_ROOT] if not had_root else [])  # and runs/ where it made that too
+            for folder in made:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
         raise
 
 

@@ -30,7 +30,7 @@ from .ratio import ReplayRatio, shares
 from .records.books import RunBooks
 from .records.counters import RunCounters
 from .records.epoch_stats import EpochWindow, PathMark
-from .records.files import CHECKPOINT_NAME
+from .records.files import CHECKPOINT_NAME, VIDEOS_DIR
 from .records.resume import resume, save_replay
 from .replay import Replay
 from .ring import Ring
@@ -100,6 +100,7 @@ class Pipeline:
         # epochs' speed figures were a share of the machine, so reports need not trust a note
         self.books.end_epoch(window, self.mark(t), self.collectors.launches, self.evals.best, self.evals.last_flags,
                              len(shm.live_runs()))
+        self.consolidator.epoch_end()  # its next [PROCESSOR] line follows the epoch's lines
 
     def save_checkpoint(self, name: str = CHECKPOINT_NAME, best: dict | None = None) -> Path:
         steps = self.agent_steps()
@@ -187,7 +188,8 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         eval_metric, eval_epsilons = run_eval_plan(cfg)
         evals = PeriodicEval(Path(run.run_dir), every, run.eval_episodes, eval_epsilons, eval_metric,
                              cfg.seed + 7_919, log, start.best_eval,
-                             (start.agent_steps // every + 1) * every if every else 0, run.confirm_episodes, children)
+                             (start.agent_steps // every + 1) * every if every else 0, run.confirm_episodes, children,
+                             Path(run.run_dir) / VIDEOS_DIR if run.capture_video else None)
         undo.callback(evals.close)
         n_weights = flat_size(learner.model)
         control = ControlBlock.create(n_weights)

@@ -1,5 +1,6 @@
 """Profiles picked from hardware, overrides, and every validation error."""
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -176,15 +177,26 @@ def test_config_script_prints_hardware_profile_and_config():
     assert "Hardware:" in out.stdout and "Profile:" in out.stdout and "replay_ratio" in out.stdout
 
 
-def test_help_lists_every_option():
+def test_help_lists_every_option_on_one_line_with_the_value_mario_trains_with():
+    """--help: each option one line (piped: whole), its value as the layers resolve it for the
+    default game (Mario 1-1) on this machine, the preset named where it set it, and an ALE
+    game's value beside it where the Atari preset differs."""
     out = subprocess.run([sys.executable, "mario_rl_optimized.py", "--help"], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
-    assert out.returncode == 0
+    assert out.returncode == 0 and out.stderr == ""
+    lines = out.stdout.splitlines()
     for name in FIELDS:
-        assert "--" + name.replace("_", "-") in out.stdout
-    text = " ".join(out.stdout.split())  # argparse wraps the help at the terminal's width
-    assert "(default: None)" not in text  # each Config option names its own default
-    assert "(default: 1.0, or the preset's or profile's)" in text and "--episodes EPISODES" in text
+        assert len([line for line in lines if line.split()[:1] == ["--" + name.replace("_", "-")]]) == 1, name
+    assert len(lines) < 150  # argparse's help ran to 487 lines
+
+    def value(option):  # (value, what it does): the columns, two spaces or more apart
+        line = next(line for line in lines if line.split()[:1] == [option])
+        return tuple(re.split(r"\s{2,}", line[len(option) + 2:].strip(), maxsplit=1))
+    assert value("--mario-actions")[0] == "right_run (Mario)"  # the Config default is 'simple'
+    assert value("--gamma") == ("0.9 (Mario); Atari 0.99", "discount factor")
+    assert value("--replay-ratio")[0] == "4.0; Atari 8.0"
+    assert value("--total-steps")[0] == "2000000 (Mario); Atari 5000000"
+    assert "in at least 19 of every 20 greedy games" in value("--stop-at-flag")[1]
 
 
 def test_bad_input_stops_before_any_process_starts(tmp_path):
@@ -202,6 +214,8 @@ def test_bad_input_stops_before_any_process_starts(tmp_path):
     ({"reward_scale": 0.0, "clip_rewards": False}, "--reward-scale 0.0: must be positive"),
     ({"eval_epsilon": 1.5}, "--eval-epsilon 1.5: must be in [0, 1]"),
     ({"eval_interval": -1}, "--eval-interval -1: must be 0 or more"),
+    ({"capture_video": True, "eval_interval": 0}, "--capture-video True: films the --eval-interval evaluations, and "
+                                                  "--eval-interval is 0; add --eval-interval N"),
     ({"eps_end": 2.0}, "--eps-end 2.0: must be in [0, 1]"),
     ({"bootstrap_epsilon": 1.0}, "--bootstrap-epsilon 1.0: must be in [0, 1)"),
     ({"weight_average": 1.0}, "--weight-average 1.0: must be in [0, 1)"),

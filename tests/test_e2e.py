@@ -32,7 +32,10 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     first_out = out
     assert proc.returncode == 0, out[-3000:]
     assert "[PROCESSOR] Processed:" in out and "Consolidated Queue:" in out
-    assert "[MAIN] Epoch 1 - Loss:" in out and "Epsilon:" in out and "env steps/s" in out
+    assert "[MAIN] Epoch 1 - Loss:" in out and "Epsilon:" in out and "agent steps/s" in out
+    # [PROCESSOR] every --consolidation-log-interval while the replay fills, then one an epoch at most
+    after = out[out.index("[MAIN] Epoch 1 - "):]
+    assert after.count("[PROCESSOR] ") <= after.count("[MAIN] Epoch "), after
     _check_clean(proc, mark)
     # the start line names how the collectors step and act, as the run's config.json records them
     conf = json.loads((run_dir / "config.json").read_text())["config"]
@@ -62,3 +65,27 @@ def test_trains_logs_checkpoints_and_resumes(tmp_path, env_id, method):
     state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
     assert state["counters"]["agent_steps"] >= second
     assert state["learner"]["updates"] - first_updates >= (second - first_steps) // STEPS_PER_UPDATE > 0
+
+
+def test_the_first_eta_waits_for_the_learning_and_the_compile_pause_is_announced(tmp_path):
+    """The first epoch is the replay's fill (--learning-starts 500, epochs of 500): its Speed
+    line gives no ETA rather than one at the fill's pace; the epochs that train give one. With
+    --compile, the line that says learning starts says when the loss compiles and that training
+    pauses for it."""
+    import os
+    import shutil
+
+    from tests.proc_utils import CATCH
+
+    if shutil.which(os.environ.get("CXX") or "g++") is None:
+        pytest.skip("--compile on a CPU needs a C++ compiler, and none is on PATH")
+    run_dir, mark = tmp_path / "run", uuid.uuid4().hex
+    proc, out = _run([*CATCH, "--run-dir", str(run_dir), "--total-steps", "2000", "--epoch-steps", "500",
+                      "--compile", "true"], mark)
+    assert proc.returncode == 0, out[-3000:]
+    speed = [line for line in out.splitlines() if line.startswith("[MAIN] Speed - ")]
+    assert re.search(r"ETA n/a until learning runs( \||$)", speed[0]), speed[0]
+    assert re.search(r"ETA \d+:\d\d:\d\d( \||$)", speed[-1]), speed[-1]
+    assert ("[MAIN] Learning starts at " in out and "; at update 2,000 the learner compiles its loss (torch.compile, "
+            "--compile), and training pauses while it does" in out)
+    _check_clean(proc, mark)

@@ -31,7 +31,7 @@ def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
     lines, row = epoch_report(w, end)
     assert lines[0] == ("[MAIN] Epoch 3 - Loss: 0.4000, TD Error: 0.8000, Reward: 695.00, Distance: 795.0, "
                         "Epsilon: 0.500, Buffer: 12,000")
-    assert lines[1].startswith("[MAIN] Speed - 100 env steps/s, 12.00 updates/s, 384 samples/s | learner: update 75%, "
+    assert lines[1].startswith("[MAIN] Speed - 100 agent steps/s, 12.00 updates/s, 384 samples/s | learner: update 75%, "
                                "wait-batch 0%, idle 20% | consolidation 1% | collectors: env 90%, act 10%,")
     assert "elapsed 1:02:05, ETA 0:10:00" in lines[1]
     assert row["agent_steps_per_s"] == 100.0 and row["learner_busy"] == 0.75 and row["q_mean"] == 1.0 and row["grad_norm"] == 3.0
@@ -74,3 +74,46 @@ def test_a_run_with_stall_steps_says_how_many_learning_episodes_they_ended_this_
     assert row["stalls"] == 1_237
     lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a"))
     assert lines[0].endswith("Buffer: 1,000")  # no --stall-steps: the line as it always was
+
+
+def test_processor_lines_come_at_the_interval_while_the_replay_fills_then_one_after_each_epoch():
+    """The consolidation thread's [PROCESSOR] line is the run's sign of life while the replay
+    fills (every --consolidation-log-interval); once epochs end it follows an epoch's lines, one
+    an epoch at most, so it does not bury them (a Mario log had 1,087 of them to 76 epochs)."""
+    import time
+
+    from pipeline.consolidator import Consolidator
+
+    lines = []
+    c = Consolidator([], [], 1, lines.append, 0.01)  # no rings: the thread drains nothing and logs
+    c.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(lines) < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert len(lines) >= 3 and all(line.startswith("[PROCESSOR] Processed: 0,") for line in lines)
+        for epoch in range(2):
+            c.epoch_end()
+            while c.epoch_ended.is_set() and time.monotonic() < deadline:  # taken by the next line
+                time.sleep(0.005)
+            said = len(lines)
+            time.sleep(0.2)  # twenty intervals without an epoch's end: no line
+            assert len(lines) == said
+    finally:
+        c.stop_event.set()
+        c.join()
+
+
+def test_the_eta_counts_only_an_epoch_that_trained_at_its_ratio():
+    """An epoch of the replay's fill plays without training, several times faster than learning:
+    its pace says nothing of when the run ends (a Mario run's first ETA read 0:40:39, its second
+    1:10:47). It gives no ETA, or the time limit as an upper bound; an epoch that trained does."""
+    from pipeline.records.epoch_stats import eta, trained_at_its_ratio
+
+    assert not trained_at_its_ratio(10_000, 0, 32, 4.0)          # the fill: no update
+    assert not trained_at_its_ratio(10_000, 600, 32, 4.0)        # learning started late in the epoch
+    assert trained_at_its_ratio(10_000, 1_250, 32, 4.0)          # 4 samples per agent step
+    assert eta(5_000_000, 10_000, 700.0, 0.0, 20.0, paced=False) == "n/a until learning runs"
+    assert eta(5_000_000, 10_000, 700.0, 60.0, 20.0, paced=False).startswith("0:59:40 at most (--time-limit")
+    assert eta(5_000_000, 20_000, 200.0, 0.0, 80.0) == "6:55:00"  # 4,980,000 steps at 200/s
+    assert eta(5_000_000, 20_000, 200.0, 60.0, 80.0) == "0:58:40"  # the time limit comes first

@@ -1,5 +1,7 @@
 """Evaluation plays through the collectors' env batch and Rollout: every env plays a quota of
 whole games fixed beforehand, and a game past the step limit is scored where it stands."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -213,3 +215,128 @@ def test_a_game_that_stands_still_is_scored_where_it_stands_not_waited_out():
     games = play_games(rollout, 2, 0.0, 27_000, stand_still=1)
     rollout.env.close()
     assert all(g.length == CATCH_STEPS and not g.stood for g in games)
+
+
+def _keep(run, name: str, action: int, best: dict | None) -> str:
+    """A copy of the run's checkpoint as ``name``, playing ``action`` always, kept for ``best``; its SHA-256."""
+    import hashlib
+
+    state = torch.load(run / "checkpoint.pt", weights_only=False)
+    state["learner"]["model"] = _one_action(state["learner"]["model"], action)
+    if best is not None:
+        state["best"] = best
+    torch.save(state, run / name)
+    return hashlib.sha256((run / name).read_bytes()).hexdigest()
+
+
+def test_eval_of_a_run_plays_the_weights_it_kept_and_says_which(tmp_path, capsys):
+    """--eval RUN plays best_eval.pt, else best.pt, else checkpoint.pt, names the file and what
+    kept it, and eval.json names the same file and its SHA-256; a .pt given plays that file."""
+    import json
+
+    from mario_rl_optimized import main
+
+    run = make_run(tmp_path)
+    kept = _keep(run, "best_eval.pt", 0, {"metric": "return", "score": 0.4, "agent_steps": 50_000, "games": 20,
+                                          "epsilon": 0.05})
+    best = _keep(run, "best.pt", 2, {"metric": "return", "score": 0.85, "agent_steps": 40_000, "updates": 9})
+
+    def played(*argv):
+        assert main(["--eval", *argv, "--episodes", "2"]) == 0
+        out = capsys.readouterr().out
+        said = next(line for line in out.splitlines() if line.startswith("[EVAL] Playing "))
+        return said, json.loads((run / "eval.json").read_text())
+
+    said, res = played(str(run))
+    assert said == (f"[EVAL] Playing {run / 'best_eval.pt'}: the weights the run's evaluations kept (at 50,000 agent "
+                    f"steps; confirmed on fresh games: mean return 0.40 over 20 games at epsilon 0.05); "
+                    f"{run / 'checkpoint.pt'} holds the last weights")
+    assert (res["checkpoint"], res["weights_sha256"]) == (str(run / "best_eval.pt"), kept)
+    (run / "best_eval.pt").unlink()
+    said, res = played(str(run))
+    assert said.startswith(f"[EVAL] Playing {run / 'best.pt'}: the weights of the run's best mean return of 20 "
+                           "training games (0.85, at 40,000 agent steps)")
+    assert (res["checkpoint"], res["weights_sha256"]) == (str(run / "best.pt"), best)
+    said, res = played(str(run / "checkpoint.pt"))
+    assert said == f"[EVAL] Playing {run / 'checkpoint.pt'}: the run's last weights"
+    assert res["checkpoint"] == str(run / "checkpoint.pt")
+    (run / "best.pt").unlink()
+    assert played(str(run))[1]["checkpoint"] == str(run / "checkpoint.pt")
+
+
+def test_the_video_is_h264_and_films_the_games_asked_for(tmp_path, capsys):
+    """--video writes H.264 (the sample entry reads avc1, as browsers and the Hub's preview need;
+    OpenCV's writer gave mp4v) at the game's own size; --video-episodes 3 films three whole games
+    of catch one after another: each game's first screen and one after each of its six steps."""
+    from mario_rl_optimized import main
+    from tests.mp4 import video_track
+
+    run = make_run(tmp_path)
+    one, three = tmp_path / "one.mp4", tmp_path / "three.mp4"
+    assert main(["--eval", str(run), "--episodes", "4", "--video", str(one)]) == 0
+    assert main(["--eval", str(run), "--episodes", "4", "--video", str(three), "--video-episodes", "3"]) == 0
+    assert f"[EVAL] video of games 1-3 (H.264): {three}" in capsys.readouterr().out
+    assert video_track(one) == video_track(one).__class__("isom", "avc1", 1 + CATCH_STEPS, 84, 84)
+    assert (video_track(three).codec, video_track(three).frames) == ("avc1", 3 * (1 + CATCH_STEPS))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.mp4", "run", "three.mp4"]  # no .tmp left
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--episodes", "2", "--video", "v.mp4", "--video-episodes", "3"], "--video-episodes 3: film 1 to 2 games"),
+    (["--video-episodes", "2"], "--video-episodes says how many games --video films; add --video PATH.mp4"),
+    (["--video", "v.avi"], "--video 'v.avi': give a path ending in .mp4"),
+])
+def test_video_options_that_cannot_be_filmed_are_refused_before_any_game(argv, message, tmp_path, capsys, monkeypatch):
+    from mario_rl_optimized import main
+
+    run = make_run(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--eval", str(run), *argv]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {message}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"] and not (run / "eval.json").exists()
+
+
+def test_a_play_that_fails_leaves_no_half_written_video(tmp_path):
+    """CatchCrash's env raises mid-game: the error comes through and neither the MP4 nor its
+    .tmp is left."""
+    from mario_rl_optimized import main
+
+    run = make_run(tmp_path, "tests.catch_env:CatchCrash-v0")
+    video = tmp_path / "crash.mp4"
+    with pytest.raises(RuntimeError, match="injected emulator fault"):
+        main(["--eval", str(run), "--episodes", "200", "--video", str(video), "--video-episodes", "100"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_eval_says_how_it_is_getting_on_while_a_game_plays(tmp_path, capsys, monkeypatch):
+    """A line as each game ends, and one every PROGRESS_S while none does (a Pong game is minutes
+    on a CPU): here every step, so the lines before the first game's end count its steps."""
+    from mario_rl_optimized import main
+    from pipeline.evaluation import evaluate
+
+    monkeypatch.setattr(evaluate, "PROGRESS_S", 0.0)
+    run = make_run(tmp_path)
+    assert main(["--eval", str(run), "--episodes", "2"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[EVAL] ")]
+    assert lines[1].startswith("[EVAL] Playing: 0/2 games over, 2 agent steps in ")  # two envs, one step each
+    first = next(i for i, line in enumerate(lines) if line.startswith("[EVAL] game 1/2: "))
+    # six steps, then the step that resets the envs reports their games (it plays none)
+    assert first == 2 + CATCH_STEPS and lines[first - 1].startswith("[EVAL] Playing: 0/2 games over, 12 agent steps in ")
+    assert re.fullmatch(r"\[EVAL\] game 1/2: return -?1\.0, length 6", lines[first])
+    assert re.fullmatch(r"\[EVAL\] game 2/2: return -?1\.0, length 6", lines[first + 1])
+
+
+def test_a_damaged_kept_file_is_named_with_its_whole_cause_and_advice_for_playing(tmp_path, capsys):
+    """--eval of a run whose best.pt is damaged: one line naming it, torch's cause whole (it was
+    cut at 120 characters), and what to play instead, not a resume's advice."""
+    from mario_rl_optimized import main
+
+    run = make_run(tmp_path)
+    (run / "best.pt").write_bytes(b"PK\x03\x04 truncated")
+    assert main(["--eval", str(run)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: checkpoint {run / 'best.pt'} is truncated or corrupt (")
+    assert err[0].endswith(f"); play another of the run's weights ({run / 'checkpoint.pt'})") and "--resume" not in err[0]
+    cause = err[0].split(" is truncated or corrupt (", 1)[1].rsplit("); play another", 1)[0]
+    assert len(cause) > 120 and cause.startswith("RuntimeError: PytorchStreamReader")  # torch's whole message

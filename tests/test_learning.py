@@ -85,7 +85,7 @@ def test_eval_plays_greedy_episodes_and_records_video(trained, tmp_path):
     cap = cv2.VideoCapture(str(video))
     ok, frame = cap.read()
     assert ok and frame.shape[:2] == (84, 84)  # the game's own resolution
-    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 6  # one catch episode: 6 steps
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 7  # one catch game: its first screen and one after each of 6 steps
     results = json.loads((run_dir / "eval.json").read_text())
     assert results["episodes"] == 100 and len(results["returns"]) == 100 and results["epsilon"] == 0.0
     assert results["return_mean"] == pytest.approx(mean, abs=0.01) and not results["all_episodes_identical"]
@@ -105,3 +105,31 @@ def test_eval_result_warns_when_every_episode_was_the_same_game(tmp_path):
                        [True, False, False], epsilon=0.05, random_near_end=[0, 2, 0])
     assert "flag reached 1/3 (1 of the 2 misses with a random action in their last 8 steps)" in noisy.summary()
     assert "misses" not in dataclasses.replace(noisy, epsilon=0.0).summary()  # greedy: no random action to count
+
+
+def test_a_loaded_agent_plays_the_games_eval_plays(trained):
+    """load(RUN) from Python: the trained weights act on agent.make_env()'s observations as --eval
+    plays them (the same actions and return on each seed), and catch the ball far more often than
+    a random policy."""
+    import hashlib
+
+    from mario_rl_optimized import load
+    from pipeline.evaluation.evaluate import evaluate
+
+    run_dir, _ = trained
+    agent = load(run_dir)
+    env = agent.make_env()
+    returns, seen = [], set()
+    for seed in range(50):
+        obs, _ = env.reset(seed=seed)
+        actions, ret, done = [], 0.0, False
+        while not done:
+            actions.append(agent.act(obs))
+            obs, reward, terminated, truncated, _ = env.step(actions[-1])
+            ret, done = ret + reward, terminated or truncated
+        played = evaluate(run_dir, 1, seed=seed, log=lambda *_: None)
+        assert played.returns == [ret] and played.action_digests == [hashlib.sha1(bytes(actions)).hexdigest()]
+        returns.append(ret)
+        seen.update(actions)
+    env.close()
+    assert len(seen) > 1 and sum(returns) / len(returns) >= RANDOM_RETURN + 0.4, returns

@@ -74,7 +74,7 @@ def test_overwrite_leaves_nothing_of_the_old_run(tmp_path):
     names = {v for k, v in vars(files).items() if k.isupper() and isinstance(v, str) and not k.endswith("_SUFFIX")}
     names = names - outside | {files.after_checkpoint_name(files.EPISODES_NAME),
                                files.after_checkpoint_name(files.METRICS_NAME)}
-    folders = {files.TB_DIR, files.WANDB_DIR}
+    folders = {files.TB_DIR, files.WANDB_DIR, files.VIDEOS_DIR}
     assert {files.EVAL_HISTORY_NAME, files.FLAG_VIDEO_NAME, files.EVAL_NAME, files.REPLAY_NAME} <= names
     run_dir = make_run(tmp_path / "run")
     for name in names - folders:
@@ -113,12 +113,13 @@ def test_resume_takes_a_folder_or_latest(tmp_path):
 @pytest.fixture(scope="module")
 def evaluated_run(tmp_path_factory):
     """One catch run of 3,000 agent steps with periodic evaluations, as a user starts it; its
-    record (test_run_record_best_model_and_no_silent_overwrite) and its evaluations
-    (test_eval_interval_keeps_the_best_evaluated_weights) are read from it: training catch once
-    for both saves CI half a minute."""
+    record (test_run_record_best_model_and_no_silent_overwrite), its evaluations
+    (test_eval_interval_keeps_the_best_evaluated_weights) and their films
+    (test_capture_video_films_a_greedy_game_at_each_evaluation) are read from it: training catch
+    once for all saves CI half a minute a test."""
     run_dir, mark = tmp_path_factory.mktemp("evaluated") / "run", uuid.uuid4().hex
     args = [*CATCH, "--run-dir", str(run_dir), "--total-steps", "3000", "--seed", "5", "--eval-interval", "1000",
-            "--eval-episodes", "3", "--eval-epsilon", "0.05",
+            "--eval-episodes", "3", "--eval-epsilon", "0.05", "--capture-video",
             "--replay-ratio", "1"]  # the record and the evaluations, not the learning: a quarter of the updates
     proc, out = run(args, mark, timeout=300)
     assert proc.returncode == 0, out[-3000:]
@@ -227,12 +228,30 @@ def test_eval_interval_keeps_the_best_evaluated_weights(evaluated_run):
                              "screen_seed": screened["seed"]}
 
 
+@pytest.mark.slow
+def test_capture_video_films_a_greedy_game_at_each_evaluation(evaluated_run):
+    """--capture-video: each screening films one greedy game of the weights it plays, an H.264
+    MP4 named by their agent steps, so a user watches the agent improve."""
+    from pipeline.records.files import EVALS_NAME
+    from tests.mp4 import video_track
+
+    run_dir, out = evaluated_run
+    screens = [json.loads(x)["agent_steps"] for x in (run_dir / EVALS_NAME).read_text().splitlines()
+               if json.loads(x)["phase"] == "screen"]
+    videos = sorted((run_dir / "videos").iterdir())
+    assert [v.name for v in videos] == [f"eval-{steps:09d}.mp4" for steps in screens]
+    for video in videos:  # one whole game of catch: its first screen and one after each of its six steps
+        assert video_track(video) == video_track(video).__class__("isom", "avc1", 7, 84, 84)
+    assert f"[EVAL] A greedy game of the weights at {screens[0]:,} agent steps: {videos[0]}" in out
+
+
 def test_a_finished_agent_stops_the_run_with_a_flag_video(tmp_path):
     """--stop-at-flag (on by default): kept weights whose confirmation reaches the flag in every
     game stop the run (FlagCatch: every whole game ends at its flag), and a flag run is filmed
     beside them."""
     from pipeline.records.checkpoint import load
     from pipeline.records.files import BEST_EVAL_NAME, FLAG_VIDEO_NAME
+    from tests.mp4 import video_track
 
     run_dir, mark = tmp_path / "run", uuid.uuid4().hex
     args = [*CATCH, "--env", "tests.catch_env:FlagCatch-v0", "--run-dir", str(run_dir),
@@ -246,6 +265,6 @@ def test_a_finished_agent_stops_the_run_with_a_flag_video(tmp_path):
     assert last.startswith("[MAIN] Done (finished) at ") and f"Kept weights {run_dir / BEST_EVAL_NAME} (from " in last
     assert "the flag in 3/3 greedy fresh games" in last and f"--eval {run_dir / BEST_EVAL_NAME}" in last
     assert load(run_dir / BEST_EVAL_NAME)["best"]["flags"] == 3
-    assert (run_dir / FLAG_VIDEO_NAME).stat().st_size > 0
+    assert video_track(run_dir / FLAG_VIDEO_NAME).codec == "avc1"  # H.264, which a browser plays
     assert load(run_dir / "checkpoint.pt")["counters"]["agent_steps"] < 20_000  # it stopped long before --total-steps
     check_clean(proc, mark)

@@ -17,7 +17,8 @@ import numpy as np
 from models import build_model
 
 from ..records import checkpoint as ckpt
-from ..records.files import EVAL_NAME
+from ..records.episodes import SCORE_WINDOW
+from ..records.files import BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, EVAL_NAME
 from ..records.record import append_jsonl, write_json
 from ..settings.layers import trained_config
 from ..transition import EP_END, EXPLORED, FLAG_GET, LAST, TERM, TRUNC
@@ -103,26 +104,46 @@ class EvalResult:
 
 
 class VideoWriter:
-    """MP4 through OpenCV's bundled FFmpeg: gymnasium's RecordVideo needs moviepy, which we would
-    otherwise not install."""
+    """An H.264 MP4 (yuv420p, its index at the front: browsers and the Hub's preview play it as it
+    downloads) through the ffmpeg build that imageio-ffmpeg ships, libx264 in it. OpenCV's own
+    writer gave MPEG-4 Part 2 (mp4v), which browsers do not play. Written to PATH.tmp and renamed
+    over PATH once whole: a run or an --eval stopped midway leaves no half-written video."""
+
+    QUALITY = 8  # imageio-ffmpeg's 0-10 scale (libx264 -crf 10): sharp pixel art, ~1 MB a minute of Mario
 
     def __init__(self, path: Path, fps: float):
-        self.path, self.fps, self.writer = path, fps, None
+        self.path, self.fps, self.writer = Path(path), fps, None
+        self.tmp = self.path.with_name(self.path.name + ".tmp")
+        self.frames = 0
 
     def add(self, rgb: np.ndarray) -> None:
-        import cv2
-
         if self.writer is None:
+            import imageio_ffmpeg
+
             h, w = rgb.shape[:2]
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*"mp4v"), self.fps, (w, h))
-            if not self.writer.isOpened():
-                raise OSError(f"could not open {self.path} for writing an MP4 video")
-        self.writer.write(np.ascontiguousarray(rgb[..., ::-1]))  # OpenCV wants BGR
+            self.writer = imageio_ffmpeg.write_frames(
+                str(self.tmp), (w, h), fps=self.fps, codec="libx264", pix_fmt_in="rgb24", pix_fmt_out="yuv420p",
+                quality=self.QUALITY, macro_block_size=2, ffmpeg_log_level="error",
+                output_params=["-f", "mp4", "-movflags", "+faststart"])
+            self.writer.send(None)  # starts ffmpeg
+        self.writer.send(np.ascontiguousarray(rgb[..., :3]))
+        self.frames += 1
 
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.release()
+    def close(self, keep: bool = True) -> None:
+        """Finish the file (``keep``), or remove what was written (a play that failed)."""
+        if self.writer is None:
+            return
+        writer, self.writer = self.writer, None
+        try:
+            writer.close()
+        except BaseException:
+            self.tmp.unlink(missing_ok=True)
+            raise
+        if keep:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
 
 
 def weights_digest(checkpoint: str | Path) -> str:
@@ -178,15 +199,33 @@ def env_quotas(episodes: int, num_envs: int) -> list[int]:
     return [episodes // num_envs + (i < episodes % num_envs) for i in range(num_envs)]
 
 
-def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=None,
-               stand_still: int = STAND_STILL_STEPS) -> list[Game]:
+def filmed_quotas(episodes: int, num_envs: int, filmed: int) -> list[int]:
+    """``env_quotas``, with env 0 (the one filmed) playing at least ``filmed`` games, one after
+    another; still fixed beforehand. ``filmed_envs`` gives the env count that leaves none idle."""
+    quota = env_quotas(episodes, num_envs)
+    if quota[0] >= filmed:
+        return quota
+    return [filmed, *env_quotas(episodes - filmed, num_envs - 1)] if num_envs > 1 else [episodes]
+
+
+def filmed_envs(episodes: int, filmed: int) -> int:
+    """Envs to play ``episodes`` games in, env 0 filming ``filmed`` of them (0 or 1: as many as
+    the games, up to EVAL_ENVS)."""
+    return min(episodes - max(filmed, 1) + 1, EVAL_ENVS)
+
+
+def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=None, quota: list[int] | None = None,
+               on_game=None, stand_still: int = STAND_STILL_STEPS) -> list[Game]:
     """``episodes`` whole games, played through a collector's ``Rollout`` (the same env batch,
     acting and records as training) with a fixed ``epsilon``; each env plays its quota
-    (``env_quotas``), and a game longer than ``max_steps`` agent steps, or one that reports an x
-    position and has not passed its furthest for ``stand_still`` agent steps (``Game.stood``), is
-    scored where it stands and its env plays no more (its quota passes to the others).
-    ``on_step(fields)``: after every step, with its records."""
-    quota = env_quotas(episodes, rollout.num_envs)
+    (``env_quotas``, or ``quota``), and a game longer than ``max_steps`` agent steps, or one that
+    reports an x position and has not passed its furthest for ``stand_still`` agent steps
+    (``Game.stood``), is scored where it stands and its env plays no more (its quota passes to
+    the others).
+    ``on_step(fields)``: after every step, with its records; ``on_game(game)``: as each game ends."""
+    quota = list(quota) if quota is not None else env_quotas(episodes, rollout.num_envs)
+    if len(quota) != rollout.num_envs or sum(quota) != episodes:
+        raise ValueError(f"quotas {quota} do not share {episodes} games among {rollout.num_envs} envs")
     played: list[list[Game]] = [[] for _ in quota]
     digests = [hashlib.sha1() for _ in quota]
     recent = [collections.deque(maxlen=NEAR_END) for _ in quota]  # each game's last steps: random or not
@@ -217,6 +256,8 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
             if over:
                 played[i].append(Game(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
                                       bool(flags[i] & FLAG_GET), digests[i].hexdigest(), sum(recent[i]), stood))
+                if on_game is not None:
+                    on_game(played[i][-1])
                 digests[i] = hashlib.sha1()
                 recent[i].clear()
                 furthest[i], still[i] = -np.inf, 0
@@ -253,71 +294,155 @@ def played_sticky(env_id: str, opts) -> float | None:
     return None if is_module_env_id(env_id) else sticky_probability(env_id, opts.sticky_actions)
 
 
+@dataclasses.dataclass
+class Policy:
+    """A checkpoint's weights in the network they fit, ready to act, with what they were trained on."""
+    path: Path            # the checkpoint file
+    cfg: object           # the config the weights were trained with (config_optimized.Config)
+    meta: dict            # the checkpoint's meta: env, n_actions, frame_stack, the network's settings
+    model: object         # the network (torch.nn.Module), in eval mode, on the CPU
+    digest: str           # the file's SHA-256
+    state: dict           # the whole checkpoint (its counters, its "best" where the run kept it for a score)
+
+
+def weights_said(policy: Policy) -> str:
+    """What the weights played are, in words: what kept them, from when, with what score."""
+    best = policy.state.get("best") or {}
+    steps = best.get("agent_steps", (policy.state.get("counters") or {}).get("agent_steps"))
+    at = f"at {steps:,} agent steps" if steps is not None else ""
+    if policy.path.name == BEST_EVAL_NAME and "score" in best:
+        if best.get("plays"):
+            how = ", ".join(f"flag in {p['flags']}/{p['games']} " + ("greedy" if p["epsilon"] == 0 else
+                                                                     f"at epsilon {p['epsilon']:g}") for p in best["plays"])
+        else:
+            how = f"mean {best['metric']} {best['score']:.2f} over {best['games']} games at epsilon {best['epsilon']:g}"
+        return f"the weights the run's evaluations kept ({at + '; ' if at else ''}confirmed on fresh games: {how})"
+    if policy.path.name == BEST_NAME and "score" in best:
+        return (f"the weights of the run's best mean {best['metric']} of {SCORE_WINDOW} training games "
+                f"({best['score']:.2f}{', ' + at if at else ''})")
+    what = "the run's last weights" if policy.path.name == CHECKPOINT_NAME else "its weights"
+    return what + (f" ({at})" if at else "")
+
+
+def load_policy(checkpoint: str | Path) -> Policy:
+    """The network of a checkpoint file (or of the weights a run folder kept, ``kept_weights``)
+    with its weights (the Polyak average where the run kept one), and the config it was trained
+    with; every failure is a CheckpointError that names the file."""
+    path = ckpt.kept_weights(checkpoint)
+    digest = weights_digest(path) if path.is_file() else ""
+    others = [n for n in (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME) if n != path.name and (path.parent / n).is_file()]
+    state = ckpt.load(path, fix=f"play another of the run's weights ({', '.join(str(path.parent / n) for n in others)})"
+                      if others else "play another checkpoint, or train the run again")
+    if digest and weights_digest(path) != digest:
+        raise ckpt.CheckpointError(f"checkpoint {path} was replaced while it was being read (a run is saving "
+                                   "it); evaluate it again")
+    # played as the run trained: what a record from before a setting existed leaves out is filled in
+    cfg = trained_config(state, path.parent)
+    meta = state["meta"]
+    model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"],
+                        meta.get("quantiles", 0), meta.get("iqn_taus", 0))  # checkpoints from before either have none
+    model.load_state_dict(ckpt.policy_weights(state["learner"]))
+    model.eval()
+    return Policy(path, cfg, meta, model, digest, state)
+
+
+# Seconds between --eval's progress lines while no game ends (a game of Pong is minutes on a CPU).
+PROGRESS_S = 10.0
+
+
+class Progress:
+    """--eval's lines while it plays: one as each game ends (in the order they end), and one every
+    PROGRESS_S while none does, so a long game shows it is being played."""
+
+    def __init__(self, episodes: int, log):
+        self.episodes, self.log = episodes, log
+        self.done = self.steps = 0
+        self.t0 = self.said = time.monotonic()
+
+    def step(self, fields) -> None:
+        self.steps += int(np.count_nonzero(~fields["flags"] & LAST))  # a LAST record is a reset, not a step
+        now = time.monotonic()
+        if now - self.said >= PROGRESS_S:
+            self.said = now
+            self.log(f"[EVAL] Playing: {self.done}/{self.episodes} games over, {self.steps:,} agent steps in "
+                     f"{now - self.t0:,.0f} s")
+
+    def game(self, game: Game) -> None:
+        self.done += 1
+        self.said = time.monotonic()
+        self.log(f"[EVAL] game {self.done}/{self.episodes}: return {game.ret:.1f}, length {game.length:,}"
+                 + ("" if np.isnan(game.distance) else f", distance {game.distance:.0f}, flag {game.flag}")
+                 + (f", stood still for {STAND_STILL_STEPS} agent steps" if game.stood else ""))
+
+
 def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
-             epsilon: float = 0.0, max_steps: int = 27_000, log=print, play: dict | None = None) -> EvalResult:
+             epsilon: float = 0.0, max_steps: int = 27_000, log=print, play: dict | None = None,
+             video_games: int = 1) -> EvalResult:
     """Play ``episodes`` whole games (no life-loss episodes, raw rewards) with the checkpoint's
     weights, acting as the collectors do, in a batch of up to ``EVAL_ENVS`` envs built as
     training builds them, but for ``play`` (``PLAY_OPTIONS``: e.g. ``{"sticky_actions": 0.0}``);
-    ``video``: an MP4 of env 0's first game."""
+    ``video``: an H.264 MP4 of env 0's first ``video_games`` games, one after another. ``log``
+    gets a line as each game ends and every PROGRESS_S while none does."""
     from wrappers import BatchedEnv
     from wrappers.registry import is_mario, is_module_env_id
 
     from ..rollout import Rollout
 
-    digest = weights_digest(checkpoint) if ckpt.checkpoint_file(checkpoint).is_file() else ""
-    state = ckpt.load(checkpoint)
-    if digest and weights_digest(checkpoint) != digest:
-        raise ckpt.CheckpointError(f"checkpoint {checkpoint} was replaced while it was being read (a run is saving "
-                                   "it); evaluate it again")
-    # played as the run trained: what a record from before a setting existed leaves out is filled in
-    cfg = trained_config(state, ckpt.checkpoint_file(checkpoint).parent)
-    meta = state["meta"]
+    filmed = video_games if video else 0
+    if video and not 1 <= video_games <= episodes:
+        raise ValueError(f"video_games {video_games}: film 1 to {episodes} (the games played)")
+    policy = load_policy(checkpoint)
+    cfg, meta, model = policy.cfg, policy.meta, policy.model
+    last = Path(checkpoint) / CHECKPOINT_NAME
+    log(f"[EVAL] Playing {policy.path}: {weights_said(policy)}"
+        + (f"; {last} holds the last weights" if policy.path != last and last.is_file() else ""))
     opts = played_options(cfg.env, cfg.env_options, play)
     # a video needs frames to render: the envs then step through gymnasium's Python wrappers
-    env = BatchedEnv(cfg.env, opts, min(episodes, EVAL_ENVS), native=video is None,
-                     render_mode="rgb_array" if video else None)
+    num_envs = filmed_envs(episodes, filmed)
+    env = BatchedEnv(cfg.env, opts, num_envs, native=video is None, render_mode="rgb_array" if video else None)
     if env.n_actions != meta["n_actions"]:
         env.close()
-        raise ckpt.CheckpointError(f"checkpoint {checkpoint} has {meta['n_actions']} actions but {cfg.env} with "
+        raise ckpt.CheckpointError(f"checkpoint {policy.path} has {meta['n_actions']} actions but {cfg.env} with "
                                    f"these settings has {env.n_actions}; was it trained with another action set?")
-    model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"],
-                        meta.get("quantiles", 0), meta.get("iqn_taus", 0))  # checkpoints from before either have none
-    model.load_state_dict(ckpt.policy_weights(state["learner"]))
-    model.eval()
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
     fps = (env.render_fps() or 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
     sticky = played_sticky(cfg.env, opts)
-    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(checkpoint), weights_sha256=digest,
+    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(policy.path), weights_sha256=policy.digest,
                      sticky_actions=sticky, noop_max=None if sticky is None else opts.noop_max)
+    progress = Progress(episodes, log)
+    whole = False
     try:
         rollout = Rollout(env, model, meta["frame_stack"], False, seed)
-        filming = recorder is not None
+        shot = 0  # env 0's games filmed to their end
 
-        def film(fields):  # env 0's screen before each of its first game's actions
-            nonlocal filming
-            filming = filming and not fields["flags"][0] & (TERM | TRUNC | LAST)  # its game is over
-            if filming:
-                recorder.add(env.render_first())
-        if filming:
+        def on_step(fields):
+            nonlocal shot
+            progress.step(fields)
+            if shot >= filmed:
+                return
+            recorder.add(env.render_first())  # the screen after this step (after a reset: the next game's first)
+            first = fields["flags"][0]
+            if not first & LAST and (first & (TERM | TRUNC) or fields["ep_len"][0] >= max_steps):
+                shot += 1  # its game is over, its last screen filmed
+        if filmed:
             recorder.add(env.render_first())
-        games = play_games(rollout, episodes, epsilon, max_steps, film if filming else None)
-        # Mario, or any game that reports how far it got and a flag
-        mario = is_mario(cfg.env) or any(not np.isnan(g.distance) for g in games)
-        for n, game in enumerate(games):
-            res.returns.append(game.ret)
-            res.lengths.append(game.length)
-            res.action_digests.append(game.actions)
-            res.random_near_end.append(game.random_near_end)
-            res.stood.append(game.stood)
-            if mario:
-                res.distances.append(game.distance)
-                res.flags.append(game.flag)
-            log(f"[EVAL] episode {n + 1}/{episodes}: return {game.ret:.1f}, length {game.length}"
-                + (f", distance {game.distance:.0f}, flag {game.flag}" if mario else "")
-                + (f", stood still for {STAND_STILL_STEPS} agent steps" if game.stood else ""))
+        games = play_games(rollout, episodes, epsilon, max_steps, on_step,
+                           filmed_quotas(episodes, num_envs, filmed), progress.game)
+        whole = True
     finally:
         if recorder is not None:
-            recorder.close()
+            recorder.close(keep=whole)
         env.close()
+    # Mario, or any game that reports how far it got and a flag
+    mario = is_mario(cfg.env) or any(not np.isnan(g.distance) for g in games)
+    for game in games:
+        res.returns.append(game.ret)
+        res.lengths.append(game.length)
+        res.action_digests.append(game.actions)
+        res.random_near_end.append(game.random_near_end)
+        res.stood.append(game.stood)
+        if mario:
+            res.distances.append(game.distance)
+            res.flags.append(game.flag)
     return res

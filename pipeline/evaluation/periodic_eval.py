@@ -175,7 +175,7 @@ def read_evals(run_dir: Path) -> list[dict]:
     return out
 
 
-def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int, conn) -> None:
+def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int, conn, video: str | None = None) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us
@@ -191,7 +191,14 @@ def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int
             res = evaluate(checkpoint, episodes, None, seed=seed, epsilon=epsilon, log=lambda *_: None)
             plays.append({"epsilon": epsilon, "returns": res.returns, "lengths": res.lengths,
                           "distances": res.distances, "flags": res.flags, "stood": res.stood})
-        conn.send({"plays": plays})
+        filmed = {}
+        if video:  # --capture-video: one more greedy game, filmed apart so the scored games are as without it
+            try:
+                evaluate(checkpoint, 1, video, seed=seed, epsilon=0.0, log=lambda *_: None)
+                filmed = {"video": video}
+            except Exception as e:  # a video must never cost the evaluation its result
+                filmed = {"video_error": f"{type(e).__name__}: {e}"}
+        conn.send({"plays": plays, **filmed})
     except BaseException as e:
         conn.send({"error": f"{type(e).__name__}: {e}"})
     finally:
@@ -213,13 +220,16 @@ def keep_as_best(candidate: Path, best_path: Path, best: dict) -> None:
 class PeriodicEval:
     def __init__(self, run_dir: Path, interval: int, episodes: int, epsilons: tuple[float, ...], metric: str,
                  seed: int, log, best: float = float("-inf"), next_at: int = 0, confirm_episodes: int = 0,
-                 ctx=None):
+                 ctx=None, video_dir: Path | None = None):
         """``epsilons`` and ``metric``: ``eval_plan``'s; ``episodes`` games at each epsilon, and
         ``confirm_episodes`` (0: as many) in a confirmation. ``ctx``: the multiprocessing context
         the evaluator starts in (``process_start.child_context``'s; None: spawn), never fork's:
-        a fork mid-training copies the learner beside its running threads, with its signal handlers."""
+        a fork mid-training copies the learner beside its running threads, with its signal handlers.
+        ``video_dir`` (--capture-video): each screening films a greedy game there as well."""
         self.ctx = mp.get_context("spawn") if ctx is None or ctx.get_start_method() == "fork" else ctx
         self.run_dir, self.interval, self.episodes = Path(run_dir), interval, episodes
+        self.video_dir = video_dir
+        self.film: Path | None = None  # the video the screening start() launches films (--capture-video)
         self.confirm_episodes = confirm_episodes or episodes
         self.epsilons, self.metric, self.seed, self.log = tuple(epsilons), metric, seed, log
         self.epsilon = max(self.epsilons)  # --eval-epsilon
@@ -248,6 +258,7 @@ class PeriodicEval:
         self.next_at = (steps // self.interval + 1) * self.interval
         try:
             path = save_weights(CANDIDATE_NAME)
+            self.film = self.video_dir / f"eval-{steps:09d}.mp4" if self.video_dir else None
             self._launch(path, self.seed + steps, "screen")
         except Exception as e:  # a full disk or no memory for a process: training goes on without it
             self.log(f"[EVAL] Evaluation at {steps:,} agent steps not started: {type(e).__name__}: {e}")
@@ -255,10 +266,11 @@ class PeriodicEval:
         self.steps = steps
 
     def _launch(self, path: Path, games_seed: int, phase: str) -> None:
+        video, self.film = (str(self.film) if self.film and phase == "screen" else None), None  # start's, once
         recv, send = self.ctx.Pipe(duplex=False)
         proc = self.ctx.Process(target=_play, name="evaluator", daemon=True,
                                 args=(str(path), self.confirm_episodes if phase == "confirm" else self.episodes,
-                                      self.epsilons, games_seed, send))
+                                      self.epsilons, games_seed, send, video))
         try:
             proc.start()
         finally:
@@ -300,6 +312,9 @@ class PeriodicEval:
             self.log(f"[EVAL] {what} at {self.steps:,} agent steps failed: {res['error']}")
             candidate.unlink(missing_ok=True)
             return
+        if "video" in res or "video_error" in res:
+            self.log(f"[EVAL] A greedy game of the weights at {self.steps:,} agent steps: " + (
+                res["video"] if "video" in res else f"not filmed ({res['video_error']})"))
         plays = res["plays"]
         flags = [f for p in plays for f in p["flags"]]  # Mario's (and any game that reports a flag)
         distances = [d for p in plays for d in p["distances"]]

@@ -19,7 +19,7 @@ from ..learner import lr_schedule
 from . import checkpoint as ckpt
 from .counters import RunCounters
 from .episodes import SCORE_WINDOW, ScoreTracker, episode_row, read_episodes
-from .epoch_stats import EpochEnd, EpochWindow, PathMark, epoch_report, eta
+from .epoch_stats import EpochEnd, EpochWindow, PathMark, epoch_report, eta, trained_at_its_ratio
 from .files import BEST_NAME, CHECKPOINT_NAME, EPISODES_NAME
 from .metrics import MetricsLog
 from .record import record_markdown, run_record, write_record
@@ -91,7 +91,10 @@ class RunBooks:
         wall_s = self.wall_s(at.t)
         end = EpochEnd(at, self.epoch, self.score.window_means(), self.episodes, self.epsilon(at.agent_steps),
                        len(self.replay), self.samples_trained, cfg.learner.effective_batch, is_mario(cfg.env), wall_s,
-                       eta(cfg.total_steps, at.agent_steps, sps, cfg.run.time_limit, wall_s), eval_flags,
+                       eta(cfg.total_steps, at.agent_steps, sps, cfg.run.time_limit, wall_s,
+                           trained_at_its_ratio(at.agent_steps - window.start.agent_steps,
+                                                at.updates - window.start.updates, cfg.learner.effective_batch,
+                                                cfg.learner.replay_ratio)), eval_flags,
                        lr_schedule(cfg.learner, at.agent_steps) if cfg.learner.lr_decay_steps else None, other_runs,
                        cfg.env_options.stall_steps)
         lines, row = epoch_report(window, end)

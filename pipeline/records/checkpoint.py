@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from ..file_keys import current_keys
-from .files import CHECKPOINT_NAME, TMP_SUFFIX
+from .files import CHECKPOINT_NAME, TMP_SUFFIX, WEIGHTS_BEST_FIRST
 
 
 class CheckpointError(RuntimeError):
@@ -100,16 +100,31 @@ def checkpoint_file(path: str | Path) -> Path:
     return path / CHECKPOINT_NAME if path.is_dir() else path
 
 
-def load(path: str | Path, env_id: str | None = None, n_actions: int | None = None, frame_stack: int | None = None) -> dict:
-    """Load and check a checkpoint; every failure names the file and what is wrong."""
+def kept_weights(path: str | Path) -> Path:
+    """The weights a checkpoint argument means to play: a .pt file itself; in a run folder the
+    weights the run kept, best first (``WEIGHTS_BEST_FIRST``: best_eval.pt, else best.pt, else
+    checkpoint.pt, the last weights)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    return next((path / n for n in WEIGHTS_BEST_FIRST if (path / n).is_file()), path / CHECKPOINT_NAME)
+
+
+RESUME_FIX = "use an earlier checkpoint or start a new run without --resume"
+
+
+def load(path: str | Path, env_id: str | None = None, n_actions: int | None = None, frame_stack: int | None = None,
+         fix: str = RESUME_FIX) -> dict:
+    """Load and check a checkpoint; every failure names the file and what is wrong (``fix``: what
+    to do about a damaged file, for the reader at hand: a resume's by default)."""
     path = checkpoint_file(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist; pass a .pt file or a run directory that has one")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (EOFError, RuntimeError, pickle.UnpicklingError, ValueError, OSError) as e:
-        raise CheckpointError(f"checkpoint {path} is truncated or corrupt ({type(e).__name__}: {str(e)[:120]}); "
-                              "use an earlier checkpoint or start a new run without --resume") from None
+        cause = " ".join(str(e).split())  # whole, on one line
+        raise CheckpointError(f"checkpoint {path} is truncated or corrupt ({type(e).__name__}: {cause}); {fix}") from None
     if not isinstance(state, dict) or "meta" not in state or "learner" not in state:
         raise CheckpointError(f"checkpoint {path} is not a checkpoint of this project (no 'meta'/'learner' entries)")
     # a checkpoint of an earlier version reads as one of today's (the weights hold no such keys)

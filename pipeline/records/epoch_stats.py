@@ -102,7 +102,7 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
         + (f", LR: {e.lr:.3g}" if e.lr is not None else "")
         + (f", Stalls: {b.stalls - a.stalls:,}" if e.stall_steps else "")
         + (f", Eval flags: {e.eval_flags}" if e.mario and e.eval_flags else ""),
-        f"[MAIN] Speed - {sps:,.0f} env steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
+        f"[MAIN] Speed - {sps:,.0f} agent steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
         f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (b.consolidation_s - a.consolidation_s) / dt:.0f}% | "
         f"collectors: env {100 * share['env']:.0f}%, act {100 * share['act']:.0f}%, "
@@ -130,9 +130,25 @@ def hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def eta(total_steps: int, steps: int, steps_per_s: float, time_limit_min: float, elapsed_s: float) -> str:
-    """Time left until total_steps at this pace, or the time limit if that comes first."""
-    left = [(total_steps - steps) / steps_per_s] if steps_per_s > 0 else []
+def trained_at_its_ratio(window_steps: int, window_updates: int, batch: int, replay_ratio: float) -> bool:
+    """Whether an epoch trained throughout (at least half the samples per agent step its ratio
+    asks): only such an epoch's pace tells when the run ends. An epoch of the replay's fill plays
+    without training, several times faster: a Mario run's first ETA read 0:40:39 and its second,
+    the first at the learning's pace, 1:10:47."""
+    return window_steps > 0 and window_updates * batch >= 0.5 * replay_ratio * window_steps
+
+
+def eta(total_steps: int, steps: int, steps_per_s: float, time_limit_min: float, elapsed_s: float,
+        paced: bool = True) -> str:
+    """Time left until total_steps at this pace, or the time limit if that comes first. Not
+    ``paced`` (the epoch did not train at its ratio: the replay was filling), the pace says
+    nothing yet: the time limit is an upper bound, else there is no ETA."""
+    left = [(total_steps - steps) / steps_per_s] if steps_per_s > 0 and paced else []
     if time_limit_min:
-        left.append(time_limit_min * 60 - elapsed_s)
-    return hms(max(0.0, min(left))) if left else "n/a"
+        limit = max(0.0, time_limit_min * 60 - elapsed_s)
+        if not left:
+            return f"{hms(limit)} at most (--time-limit; the pace once learning runs tells more)"
+        left.append(limit)
+    if not left:
+        return "n/a until learning runs" if not paced else "n/a"
+    return hms(max(0.0, min(left)))

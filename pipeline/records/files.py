@@ -15,6 +15,7 @@ A run folder (``runs/{env}__{seed}__{time}``, or ``--run-dir``)::
     eval.json           the last ``--eval`` of the run
     eval_history.jsonl  every ``--eval`` of the run, one row each (eval.json's contents and when)
     flag.mp4            a flag run of the kept weights, where a run stopped at a finished agent (Mario)
+    videos/             ``--capture-video``: a greedy game of each evaluation during training
     eval_candidate.pt   the weights an evaluation during training is playing
     eval_pending.json   where an evaluation a stop cut short stood: --resume plays it again
     learning_curve.png  ``--plot`` and the end of every run
@@ -42,6 +43,7 @@ EVAL_HISTORY_NAME = "eval_history.jsonl"
 CURVE_NAME = "learning_curve.png"
 LOG_NAME = "train.log"
 TB_DIR = "tb"
+VIDEOS_DIR = "videos"                  # --capture-video: eval-{agent steps}.mp4, one per evaluation
 TRACKING_ID_FILE = "wandb_run_id"
 WANDB_DIR = "wandb"
 VIDEO_NAME = "replay.mp4"              # the evaluation video a Hub upload carries
@@ -64,10 +66,10 @@ RUN_FILES = (CHECKPOINT_NAME, METRICS_NAME, EPISODES_NAME, LOG_NAME, RECORD_NAME
 # written by a run besides RUN_FILES (which mark a folder as a run's)
 OTHER_FILES = (CURVE_NAME, EVAL_NAME, EVAL_HISTORY_NAME, FLAG_VIDEO_NAME, CANDIDATE_NAME, PENDING_NAME,
                TRACKING_ID_FILE, *(after_checkpoint_name(n) for n in (EPISODES_NAME, METRICS_NAME, EVALS_NAME)))
-OTHER_FOLDERS = (TB_DIR, WANDB_DIR)
+OTHER_FOLDERS = (TB_DIR, WANDB_DIR, VIDEOS_DIR)
 # What --overwrite clears (with OTHER_FOLDERS): every file of a run, each with the NAME.tmp that a
 # write of it leaves where the run was killed before the rename (checkpoints, best*.pt, config.json,
 # eval.json, the replay, the rows set aside by a resume)
 CLEARED_FILES = tuple(n for name in (*RUN_FILES, *OTHER_FILES) for n in (name, name + TMP_SUFFIX))
-# the newest weights of a run, best first: what --push-to-hub evaluates
+# the weights a run kept, best first: what --eval RUN plays and --push-to-hub shares
 WEIGHTS_BEST_FIRST = (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME)

@@ -13,8 +13,7 @@ import shutil
 import statistics
 from pathlib import Path
 
-from .files import (CHECKPOINT_NAME, CURVE_NAME, EVAL_NAME, MODEL_CARD_NAME, RECORD_NAME, VIDEO_NAME,
-                    WEIGHTS_BEST_FIRST)
+from .files import CHECKPOINT_NAME, CURVE_NAME, EVAL_NAME, MODEL_CARD_NAME, RECORD_NAME, VIDEO_NAME
 
 HF_PREFIX = "hf://"
 WEIGHTS_NAME = CHECKPOINT_NAME  # the uploaded weights keep a run's checkpoint name: --eval hf:// loads them alike
@@ -150,9 +149,11 @@ def current_evaluation(run_dir: str | Path) -> dict | None:
 
 
 def weights_to_share(run_dir: str | Path) -> Path:
-    """The run's best weights, to evaluate before sharing: best_eval.pt, else best.pt, else the checkpoint."""
-    run_dir = Path(run_dir)
-    return next(run_dir / n for n in WEIGHTS_BEST_FIRST if (run_dir / n).is_file())
+    """The run's best weights, to evaluate before sharing: best_eval.pt, else best.pt, else the
+    checkpoint (the weights --eval RUN plays)."""
+    from .checkpoint import kept_weights
+
+    return kept_weights(Path(run_dir))
 
 
 def push(folder: str | Path, repo_id: str, private: bool = False) -> str:

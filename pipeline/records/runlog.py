@@ -35,7 +35,7 @@ class RunLog:
         if sys.stdout.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total_steps, unit="step", unit_scale=True,
+            self.bar = tqdm(total=total_steps, unit=" agent steps", unit_scale=True,  # its rate reads "agent steps/s"
                             dynamic_ncols=True, smoothing=0.05, file=sys.stdout)
 
     def __call__(self, line: str) -> None:

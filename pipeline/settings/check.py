@@ -38,6 +38,18 @@ def check_play_options(sticky_actions: float, noop_max: int) -> None:
         raise ConfigError(f"--noop-max {noop_max!r}: must be 0 or more")
 
 
+def check_video_encoder() -> None:
+    """Refuse a video (--video, --capture-video) before anything starts where its encoder, the
+    ffmpeg that the imageio-ffmpeg package ships, is not installed."""
+    try:
+        import imageio_ffmpeg
+
+        imageio_ffmpeg.get_ffmpeg_exe()
+    except (ImportError, RuntimeError) as e:
+        raise ConfigError(f"a video needs the imageio-ffmpeg package and its ffmpeg ({type(e).__name__}: {e}); "
+                          "pip install imageio-ffmpeg (make train installs it)") from None
+
+
 def check_eval_epsilon(eval_epsilon: float) -> None:
     """The evaluation's random-action probability, checked alike for training and --eval."""
     if not 0 <= eval_epsilon <= 1:
@@ -111,6 +123,11 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
                              "--stall-steps N (e.g. 10) or leave --stall-penalty 0")
     if run.time_limit < 0:
         bad("time_limit", "must be 0 (no limit) or a number of minutes")
+    if run.capture_video and not run.eval_interval:
+        bad("capture_video", "films the --eval-interval evaluations, and --eval-interval is 0; add --eval-interval N "
+                             "(the Mario preset's is 50000)")
+    if run.capture_video:
+        check_video_encoder()
     device = resolve_device(cfg.device, hw)
     if lrn.amp and lrn.amp_dtype == "fp16" and device != "cuda":
         bad("amp_dtype", f"fp16 autocast needs CUDA but the learner runs on {device}; use --amp-dtype bf16 (or auto)")

@@ -16,7 +16,7 @@ from presets import family_of, load_preset
 from ..records.files import RECORD_NAME
 from ..records.run_folder import RUNS_ROOT, resume_target
 from .check import validate
-from .cli import add_config_arguments, flag
+from .cli import Parser, add_config_arguments, flag
 from .hardware import Hardware, detect_hardware, resolve_device
 
 
@@ -276,7 +276,7 @@ def checked_preset(family: str) -> dict:
 
 def show(argv: list[str] | None = None) -> int:
     """``python config_optimized.py``: the hardware, the profile and each value with its layer."""
-    parser = argparse.ArgumentParser(description="Show the detected hardware, the chosen profile and the resolved "
+    parser = Parser(description="Show the detected hardware, the chosen profile and the resolved "
                                                  "config, with the layer that set each value.")
     add_config_arguments(parser)
     args = parser.parse_args(argv)
