@@ -12,7 +12,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from .suite_runs import NOT_RECIPE, as_flag_value, recipe_flags, recorded_recipe, resolved_recipe, run_record
+from .suite_runs import NOT_RECIPE, as_flag_value, read_json, recipe_flags, recorded_recipe, resolved_recipe, run_record
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 DATA = DOCS / "data"
@@ -28,7 +28,7 @@ class Source:
     """One result of record: its runs (folders under docs/data, one per seed), the game and the
     options of the command that made them, and that command as a user types it."""
     title: str
-    kind: str                 # "atari_suite", "pong_long", "time_to_score", "mario_suite"
+    kind: str                 # "atari_suite", "pong_long", "time_to_score", "mario_suite", "mario_stages"
     runs: tuple[str, ...]     # folders under docs/data (a suite: its folder)
     env: str
     args: tuple[str, ...]
@@ -47,6 +47,9 @@ SOURCES = (
            "python benchmark_performance.py --time-to-score --env ALE/Pong-v5 --sticky-actions 0 --seed N"),
     Source("Mario 1-1", "mario_suite", ("suite_mario",), "SuperMarioBros-1-1-v0", (),
            "python benchmark_performance.py --suite mario --seeds 1,2,3"),
+    # a stage's suite folder under docs/data/suite_mario_stages (suite-mario-4-1, ...): its env is its own
+    Source("Mario beyond 1-1: other stages, a fresh run of the preset each", "mario_stages", ("suite_mario_stages",),
+           "", (), "python benchmark_performance.py --suite mario --stages 4-1 --seeds 1"),
 )
 
 
@@ -270,8 +273,55 @@ def none_kept(left_out: dict[str, list[str]], src: Source) -> str:
             f"another recipe{how}, each listed under \"Runs left out\" below")
 
 
+def mario_stages(src: Source) -> dict:
+    """A row per stage and seed of the stage suites kept under ``src.runs[0]`` (each judged
+    against today's command on its own stage), beside the one-recipe R2D2 agent."""
+    from . import suite_mario as M
+
+    folders = sorted(d for d in (DATA / src.runs[0]).glob("suite-mario*") if (d / "suite.json").is_file())
+    reps, other = [], {}
+    for suite_dir in folders:
+        env = read_json(suite_dir / "suite.json", "the suite's options", f"delete {suite_dir}")["env"]
+        rep = M.mario_report(suite_dir, lambda run, env=env: recipe_differs(run, env, src.args))
+        other.update({str((suite_dir / run).relative_to(DATA)): d for run, d in rep["left_out"].items()})
+        if rep["seeds"]:
+            reps.append(rep)
+    if not reps:
+        return {"lines": ["No stage run of today's defaults is in docs/data yet."], "other": other, "summary": []}
+    kept = []
+    for rep in reps:
+        for seed, one in rep["seeds"].items():
+            p = one["plays"] or {}
+            greedy = p.get("greedy")
+            kept.append({"stage": M.stage_name(rep["env"]), "seed": seed, "done": one["done"],
+                         "agent_steps": one["agent_steps"], "kept_at": one["kept_agent_steps"],
+                         "first_flag": one["first_flag_agent_steps"],
+                         "greedy": greedy["flags"] if greedy else None,
+                         "games": len(greedy["games"]) if greedy else None,
+                         "r2d2": M.stage_anchors()["agent_steps_to_first_greedy_flag"].get(M.stage_name(rep["env"]))})
+    machines = sorted({f"{where} ({M.stage_name(rep['env'])} seed {seed})" for rep in reps
+                       for seed, one in rep["seeds"].items() if (where := one["trained_on"])})
+    return {"lines": M.stages_markdown(reps).splitlines() + ["", f"Trained on: {'; '.join(machines)}."],
+            "other": other, "summary": kept}
+
+
+def stages_row(rows: list[dict]) -> str:
+    """The README's words for the stages: each stage's kept weights replayed greedy, when they
+    were kept and when the first greedy flag came, beside the R2D2 agent's agent steps."""
+    def one(r: dict) -> str:
+        if r["greedy"] is None:
+            return (f"{r['stage']}: training ({r['agent_steps'] // 1000}k agent steps"
+                    + (f"; first greedy flag at {r['first_flag'] // 1000}k" if r["first_flag"] else "") + ")")
+        return (f"{r['stage']}: the flag in {r['greedy']} of {r['games']} fresh greedy games (kept at "
+                f"{r['kept_at'] // 1000}k agent steps; first greedy flag at "
+                + (f"{r['first_flag'] // 1000}k" if r["first_flag"] else "-")
+                + (f", R2D2 {r['r2d2'] / 1e6:.2f}M" if r["r2d2"] else "") + ")"
+                + ("" if r["done"] else f", still training at {r['agent_steps'] // 1000}k"))
+    return "; ".join(one(r) for r in rows)
+
+
 KINDS = {"atari_suite": atari_suite, "pong_long": pong_long, "time_to_score": time_to_score,
-         "mario_suite": mario_suite}
+         "mario_suite": mario_suite, "mario_stages": mario_stages}
 
 
 def collect() -> list[tuple[Source, dict]]:
@@ -316,6 +366,9 @@ def readme_table(results: list[tuple[Source, dict]]) -> str:
                     f"({min(r['steps'] for r in hit) // 1000}k-{max(r['steps'] for r in hit) // 1000}k agent steps) "
                     f"on {'; '.join(sorted({r['machine'] for r in hit}))}" if hit else "-")
             seeds = ", ".join(str(r["seed"]) for r in s) or "-"
+        elif src.kind == "mario_stages":
+            what = stages_row(s) if s else "not yet measured"
+            seeds = ", ".join(sorted({f"{r['stage']}: {r['seed']}" for r in s})) or "-"
         else:
             done = [r for r in s if r["greedy"] is not None]
             what = (mario_row(done) if done else

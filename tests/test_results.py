@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -152,3 +153,35 @@ def test_a_mario_seed_of_another_recipe_is_out_of_every_figure(tmp_path, monkeyp
                             "\"Runs left out\" below."]
     row = next(line for line in RS.readme_table([(src, res)]).splitlines() if line.startswith("| [Mario"))
     assert row.endswith("| not measured with today's defaults yet (the runs on record trained another recipe) | - |")
+
+
+def test_the_stages_give_a_row_per_stage_and_seed_beside_the_r2d2_agent_and_leave_out_another_recipe(tmp_path,
+                                                                                                     monkeypatch):
+    """A stage suite kept under suite_mario_stages (made here from a 1-1 seed of record, its
+    folder and suite.json named 4-1): a row with its first greedy flag, its kept weights and
+    their plays beside the R2D2 agent's 1.71M, on the page and in the README's row; the same run
+    recorded with another gamma is left out of both."""
+    src = next(s for s in RS.SOURCES if s.kind == "mario_stages")
+    suite = tmp_path / src.runs[0] / "suite-mario-4-1"
+    run = suite / "seed1" / "SuperMarioBros-4-1"
+    shutil.copytree(RS.DATA / "suite_mario" / "seed2" / "SuperMarioBros-1-1", run)
+    options = json.loads((RS.DATA / "suite_mario" / "suite.json").read_text())
+    (suite / "suite.json").write_text(json.dumps({**options, "env": "SuperMarioBros-4-1-v0"}))
+    monkeypatch.setattr(RS, "DATA", tmp_path)
+    today = RS.resolved_recipe("SuperMarioBros-4-1-v0", [])
+    _set_config(run, confirm_episodes=today["confirm_episodes"])
+    res = RS.mario_stages(src)
+    assert res["other"] == {}
+    (row,) = res["summary"]
+    assert (row["stage"], row["seed"], row["r2d2"], row["greedy"], row["games"]) == ("4-1", "1", 1_710_000, 10, 10)
+    page = "\n".join(res["lines"])
+    assert re.search(r"^\| 4-1 \| 1 \| [\d,]+ \(\d+\) \| 750,016 \(\d+\) \| 10/10 / 6/10 \| [\d,]+ \| 1,710,000 \|$",
+                     page, re.M), page
+    readme = next(line for line in RS.readme_table([(src, res)]).splitlines() if line.startswith("| [Mario beyond"))
+    assert "4-1: the flag in 10 of 10 fresh greedy games (kept at 750k agent steps; first greedy flag at " in readme
+    assert "R2D2 1.71M)" in readme and readme.endswith("| 4-1: 1 |")
+
+    _set_config(run, gamma=0.95)
+    res = RS.mario_stages(src)
+    assert res["other"] == {f"{src.runs[0]}/suite-mario-4-1/seed1/SuperMarioBros-4-1": ["--gamma", "0.95"]}
+    assert res["summary"] == [] and res["lines"] == ["No stage run of today's defaults is in docs/data yet."]
