@@ -242,11 +242,13 @@ def seed_report(run_dir: Path, steps: int) -> dict:
     from pipeline.records.metrics import most_other_runs
 
     counters, _ = game_counters(run_dir)
+    if not counters:  # a run kept stopped short without its checkpoint (docs/data): its last epoch says how far
+        counters = last_epoch(run_dir)
     try:
         rows = read_episodes(run_dir)
     except FileNotFoundError:
         rows = []
-    points = [(r["agent_steps"], r["wall_s"]) for r in rows]
+    points = [(0, 0.0)] + [(r["agent_steps"], r["wall_s"]) for r in rows]  # a run's clock starts with it
     if counters:
         points.append((counters["agent_steps"], counters["wall_s"]))
     plays = read_json(run_dir / EVAL_FILE, "the seed's final plays", f"delete {run_dir / EVAL_FILE}") \
@@ -263,6 +265,18 @@ def seed_report(run_dir: Path, steps: int) -> dict:
             "trained_on": trained_on(run_record(run_dir)), "games_at_once": kept.get("games_at_once", 1),
             "other_runs": most_other_runs(run_dir), "steps": steps, "screens": screen_flags(curve, steps // 2),
             "curve": curve}
+
+
+def last_epoch(run_dir: Path) -> dict:
+    """The agent steps and wall clock of a run's last epoch (metrics.jsonl), {} where it has none."""
+    from pipeline.records.files import METRICS_NAME
+    from pipeline.records.metrics import read_jsonl
+
+    try:
+        rows = read_jsonl(run_dir / METRICS_NAME)
+    except FileNotFoundError:
+        return {}
+    return {"agent_steps": rows[-1]["agent_steps"], "wall_s": rows[-1]["wall_s"]} if rows else {}
 
 
 def mario_report(suite_dir: str | Path, differs: Callable[[Path], list[str]] | None = None) -> dict:
@@ -327,7 +341,7 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
         lines += ["", "`*`: still training; its plays, if any, are of weights kept so far."]
     anchors = stage_anchors()
     r2d2 = anchors["agent_steps_to_first_greedy_flag"].get(stage_name(rep["env"]))
-    firsts = [f"seed {seed} at {s['first_flag_agent_steps']:,} agent steps ({s['first_flag_minutes']:.0f} min)"
+    firsts = [f"seed {seed} at {s['first_flag_agent_steps']:,} agent steps ({_n(s['first_flag_minutes'], '{:.0f}')} min)"
               if s["first_flag_agent_steps"] is not None else f"seed {seed} not yet ({s['agent_steps']:,} agent steps)"
               for seed, s in rep["seeds"].items()]
     if firsts:

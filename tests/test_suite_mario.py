@@ -282,3 +282,20 @@ def test_the_suite_refuses_a_wrong_stage_and_two_ways_of_naming_them_before_any_
                               *extra], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert out.returncode == 2 and said in out.stderr, out.stderr
         assert not list(tmp_path.iterdir())  # no suite folder made
+
+
+def test_a_run_kept_stopped_short_without_its_checkpoint_reports_how_far_it_got(tmp_path):
+    """A stage run stopped short and kept (docs/data) without checkpoint.pt or suite_game.json:
+    the report reads its agent steps and minutes from its last epoch and marks it still training."""
+    R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 2_000_000, "minutes": None,
+                                 "train_args": []}, R.resolved_recipe(STAGE, []))
+    run = tmp_path / "seed1" / "SuperMarioBros-1-1"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"epoch": k, "agent_steps": 10_000 * k, "wall_s": 60.0 * k})
+                                               + "\n" for k in (1, 2, 3)))
+    (run / "evals.jsonl").write_text(_eval_row(20_000, "screen", 1, 0))
+    one = M.mario_report(tmp_path)["seeds"]["1"]
+    assert (one["agent_steps"], one["minutes"], one["done"]) == (30_000, 3.0, False)
+    assert one["first_flag_agent_steps"] == 20_000 and one["first_flag_minutes"] == pytest.approx(2.0)
+    md = M.mario_markdown(M.mario_report(tmp_path))
+    assert "| 30,000 (3.0) * |" in md and "seed 1 at 20,000 agent steps (2 min)" in md
