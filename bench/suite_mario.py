@@ -415,8 +415,12 @@ def stages_markdown(reps: list[dict]) -> str:
             lines.append(f"| {stage} | {seed} | {_n(s['first_flag_agent_steps'])} ({_n(s['first_flag_minutes'], '{:.0f}')}) | "
                          f"{_n(s['kept_agent_steps'])} ({_n(s['kept_minutes'], '{:.0f}')}) | {played} | "
                          f"{_n(s['agent_steps'])}{'' if s['done'] else ' *'} | {_n(r2d2)} |")
-    lines += ["", f"Minutes are each run's own wall clock on the machine it trained on (its report names it); "
-              f"`*`: still training. {anchors['agent']}: {anchors['source']}."]
+    shared = [f"{stage_name(rep['env'])} seed {seed}" for rep in reps for seed, s in rep["seeds"].items()
+              if s["games_at_once"] > 1 or s["other_runs"] > 0]
+    lines += ["", "Minutes are each run's own wall clock on the machine it trained on (its report names it)"
+              + (f"; {', '.join(shared)} shared the machine with other runs, so its minutes are a share of it and its "
+                 "agent steps as alone" if shared else "")
+              + f"; `*`: still training. {anchors['agent']}: {anchors['source']}."]
     return "\n".join(lines)
 
 
