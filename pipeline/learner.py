@@ -12,7 +12,7 @@ import torch
 from torch.profiler import record_function
 
 from config_optimized import LearnerConfig
-from models import build_model
+from models import NetworkSpec, build_model
 
 from . import rules
 
@@ -138,8 +138,8 @@ class Learner:
         self.cfg, self.device = cfg, device
         self.rule = rules.Rule.of(cfg)
         configure_backends(device)
-        self.model = build_model(cfg.model_arch, in_channels, n_actions, cfg.dueling, cfg.quantiles,
-                                 cfg.iqn_taus).to(device)
+        self.network = NetworkSpec.of(cfg, in_channels, n_actions)
+        self.model = build_model(self.network).to(device)
         self.memory_format = torch.channels_last if cfg.channels_last else torch.contiguous_format
         self.model = self.model.to(memory_format=self.memory_format)
         # bn_targets=running: eval forever, BatchNorm's running statistics. bn_targets=batch: train

@@ -10,7 +10,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from config_optimized import Config, ConfigError
-from models import build_model
+from models import NetworkSpec, build_model
 from pipeline.learner import Learner
 from pipeline.rules import Rule, loss, pick, quantile_huber, targets
 from pipeline.settings.check import validate
@@ -212,14 +212,14 @@ def test_the_rule_names_and_settings_are_refused_with_the_fix():
 
 def test_an_iqn_network_acts_on_its_fixed_fractions_and_refuses_two_heads():
     torch.manual_seed(0)
-    m = build_model("batchnorm", 4, 6, iqn_taus=8).eval()
+    m = build_model(NetworkSpec("batchnorm", 4, 6, iqn_taus=8)).eval()
     x = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
     with torch.no_grad():
         midpoints = ((torch.arange(8) + 0.5) / 8).expand(5, 8)
         assert torch.equal(m(x), m.atoms(x, midpoints).mean(2))
         assert m.atoms(x, torch.rand(5, 3)).shape == (5, 6, 3)
     with pytest.raises(ValueError, match="give one of them"):
-        build_model("batchnorm", 4, 6, quantiles=5, iqn_taus=8)
+        build_model(NetworkSpec("batchnorm", 4, 6, quantiles=5, iqn_taus=8))
 
 
 def test_the_loss_weighs_each_sample_by_its_importance_weight():
