@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline.learner import COMPILE_AFTER_UPDATES, GRAPH_WARMUP_UPDATES, Learner, amp_dtype_for, compile_mode, graph_scope
+from pipeline.engine import GRAPH_WARMUP_UPDATES, compile_mode, graph_scope
+from pipeline.learner import COMPILE_AFTER_UPDATES, Learner, amp_dtype_for
 from tests.proc_utils import ROOT
 
 
@@ -389,7 +390,7 @@ def _graphed(device="cpu", **kw):
     step the graph captures runs eagerly; on CUDA it is captured after the warm-ups)."""
     torch.manual_seed(0)
     lrn = Learner(Config.of(**{"amp": False, **kw}).learner, 4, 6, torch.device(device))
-    lrn.graph_scope, lrn.compile_after = "update", 0
+    lrn.graph.scope, lrn.compile_after = "update", 0
     return lrn
 
 

@@ -238,7 +238,7 @@ def test_the_whole_update_step_trains_the_new_rules_as_the_eager_update(kw):
     # The step a CUDA graph captures (run eagerly on a CPU) draws IQN's fractions on the device
     # as the eager update does: from the same seed, the same weights after every update.
     eager, graphed = _learner(lr=1e-3, target_update_interval=2, **kw), _learner(lr=1e-3, target_update_interval=2, **kw)
-    graphed.graph_scope, graphed.compile_after = "update", 0
+    graphed.graph.scope, graphed.compile_after = "update", 0
     for group in eager.optimizer.param_groups:  # the graph's float32 lr tensor
         group["lr"] = torch.tensor(1e-3)
     for i in range(4):
@@ -249,7 +249,7 @@ def test_the_whole_update_step_trains_the_new_rules_as_the_eager_update(kw):
         graphed.update([graphed.to_device(b)])
         for x, y in zip(eager.model.state_dict().values(), graphed.model.state_dict().values()):
             assert torch.equal(x, y), i
-    assert graphed._static is not None and graphed.graph_error is None
+    assert graphed.graph.active and graphed.graph_error is None
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (bench/gpu/check.sh runs it)")
@@ -258,11 +258,11 @@ def test_the_new_rules_capture_as_one_cuda_graph(kw):
     # IQN draws its fractions on the device inside the captured update (CUDA graphs replay the
     # generator's offsets), Munchausen adds a target forward on s: both are captured after the
     # warm-ups and replay with finite figures and moving weights.
-    from pipeline.learner import GRAPH_WARMUP_UPDATES
+    from pipeline.engine import GRAPH_WARMUP_UPDATES
 
     torch.manual_seed(0)
     lrn = Learner(Config.of(amp=True, **kw).learner, 4, 6, torch.device("cuda"))
-    lrn.graph_scope, lrn.compile_after = "update", 0
+    lrn.graph.scope, lrn.compile_after = "update", 0
     before = [p.detach().clone() for p in lrn.model.parameters()]
     for i in range(GRAPH_WARMUP_UPDATES + 4):
         out = lrn.update([lrn.to_device(_batch(32, seed=i, actions=6))])

@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.learner import GRAPH_WARMUP_UPDATES, Learner, lr_schedule
+from pipeline.engine import GRAPH_WARMUP_UPDATES
+from pipeline.learner import Learner, lr_schedule
 from pipeline.replay import Replay
 from pipeline.settings.hardware import cpu_info
 from pipeline.settings.layers import resolve_config
@@ -172,7 +173,7 @@ def train(game: str, path: str, updates: int = UPDATES) -> tuple[str, str]:
             learner.compile_after = 0  # as a benchmark row: compiled from the first update
             learner.compile_loss()
         elif path == "graph-step":
-            learner.graph_scope, learner.compile_after = "update", 0  # what CUDA captures, run eagerly
+            learner.graph.scope, learner.compile_after = "update", 0  # what CUDA captures, run eagerly
         figures = hashlib.sha256()
         batch = lrn_cfg.batch_size
         for i in range(updates):
@@ -187,7 +188,7 @@ def train(game: str, path: str, updates: int = UPDATES) -> tuple[str, str]:
                 replay.update_priorities(b["stream"], b["pos"], td, b["seq"])
             replay.anneal(steps / cfg.total_steps)
         assert learner.compile_error is None and learner.graph_error is None
-        assert (path == "graph-step") == (learner._static is not None)
+        assert (path == "graph-step") == learner.graph.active
         state = hashlib.sha256()
         digest(learner.state_dict(), state)
         return state.hexdigest(), figures.hexdigest()
