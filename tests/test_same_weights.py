@@ -11,7 +11,9 @@ too), the sampler's correction annealed. Four paths: the eager update in fp32, t
 autocast (the profile of a CPU with bf16 instructions: a refactor that moves a cast changes
 only this one), the whole-update step that a CUDA learner captures as one graph, run eagerly as
 a CPU runs it, and the update with the compiled loss (in fp32; the compile takes about a minute
-a game, hence slow).
+a game, hence slow). The rules and options no preset trains (IQN, Munchausen, the epsilon-greedy
+bootstrap, Double DQN on the running statistics, a dueling head, Polyak averaging) each have a
+shorter case on the catch game's settings, eager in fp32.
 
 A hash is exact: it holds for one CPU model (oneDNN and the compiled kernels pick their code by
 the instruction set) and one torch version, on one thread. Elsewhere the test skips and says how
@@ -49,6 +51,24 @@ GAMES = {
     "mario": ("SuperMarioBros-1-1-v0", {}, 3),  # Double DQN, prioritized replay, batch-normalized targets
 }
 PATHS = ("eager", "eager-bf16", "graph-step", "compiled")
+# The rules and options no preset trains, each on the catch game's settings, eager in fp32, for
+# RULE_UPDATES updates: a refactor of the rules must keep them too.
+CATCH = GAMES["catch"]
+RULES = {
+    "iqn": (CATCH[0], {**CATCH[1], "quantiles": 0, "iqn_taus": 8}, 3),
+    "munchausen-qr": (CATCH[0], {**CATCH[1], "munchausen": True}, 3),
+    "munchausen-dqn": (CATCH[0], {**CATCH[1], "munchausen": True, "quantiles": 0}, 3),
+    # the epsilon-greedy bootstrap: exact with one value per action, drawn with quantiles
+    "bootstrap-dqn": (CATCH[0], {**CATCH[1], "bootstrap_epsilon": 0.1, "quantiles": 0, "double_dqn": True}, 3),
+    "bootstrap-qr": (CATCH[0], {**CATCH[1], "bootstrap_epsilon": 0.1, "double_dqn": True}, 3),
+    # Double DQN's argmax on the running statistics (the eval-mode copy), a dueling head, Polyak
+    # averaging, no clip, prioritized replay
+    "running-dueling-average": (CATCH[0], {**CATCH[1], "quantiles": 0, "double_dqn": True, "bn_targets": "running",
+                                           "dueling": True, "weight_average": 0.99, "max_grad_norm": 0.0,
+                                           "prioritized": True}, 3),
+}
+RULE_UPDATES = 60
+CASES = {**GAMES, **RULES}
 
 # (torch version, CPU model) -> (game, path) -> (SHA-256 of the learner's state, of the update figures)
 RECORDED: dict[tuple[str, str], dict[tuple[str, str], tuple[str, str]]] = {
@@ -89,6 +109,24 @@ RECORDED: dict[tuple[str, str], dict[tuple[str, str], tuple[str, str]]] = {
         ('mario', 'compiled'):
             ('4ad1674d78c6b4c731c95583946224eaa8d6cf880e68810b8114a2490d0904e2',
              'bc566801bae48d4f366dd79a54a5f4bfaf14141c55aad042a5012913bea0d083'),
+        ('iqn', 'eager'):
+            ('381107f2134b52fbc84e04ae63d1b69323c2cdad7f3cecc651333d38edfb53ef',
+             'dd303906c0f3275a94b036cfe482aff17f4cc7ae6d8b7e5e63b3591eb043ec00'),
+        ('munchausen-qr', 'eager'):
+            ('6940607aaaaab0ac77441dfa473c1adbe6d5ffe62faaa1079b326acb9c158fb1',
+             '20ee7fe75b9938a03f34598d62da334147690efb2d4cf5b2642699f792275677'),
+        ('munchausen-dqn', 'eager'):
+            ('968b309f5f8bba5a8c66588092b01b400cb2ec4ab75aab938fbdd39621f25924',
+             '704bc3621ab68f2862b7f295740d67c33472f05288f73de34b7bcee8322d5a39'),
+        ('bootstrap-dqn', 'eager'):
+            ('649aba6ae858702eaea7174946417ec18184f334d5eee740d91cf9abd38fc5cc',
+             '3ff57fe6b2ac70dd79178e09140487f9cbc99db606c45ee747102dfb46378452'),
+        ('bootstrap-qr', 'eager'):
+            ('3125bfe02df6171ff523526a308bb19745069451700cbe544a091f70a8516de2',
+             '321bbf41659e947609aca5ddc382478fa1b66588726c5305e0ecb7d8c0c310f0'),
+        ('running-dueling-average', 'eager'):
+            ('feda8dc2db87200c71f804ee4374c735db61a5db63e520a6444272b5ad2584e5',
+             'af160873a87654da78b2fafbf293858fdde03d413e32f619af138d40c5509494'),
     },
 }
 
@@ -102,7 +140,7 @@ def config(game: str, bf16: bool = False):
     """The resolved config of ``game`` on a 2-core CPU (the cpu-small profile: channels_last, and
     bf16 autocast where the CPU has bf16 instructions; no C++ compiler, so no compile), with a
     small replay."""
-    env, over, _ = GAMES[game]
+    env, over, _ = CASES[game]
     return resolve_config({"env": env, "buffer_size": 4_096, **over}, dataclasses.replace(hw(2), cpu_bf16=bf16)).cfg
 
 
@@ -166,9 +204,9 @@ def train(game: str, path: str, updates: int = UPDATES) -> tuple[str, str]:
     torch.set_flush_denormal(True)  # as a run's learner process (flush_denormals): it changes the arithmetic
     try:
         torch.manual_seed(cfg.seed)  # as build_pipeline seeds before it builds the learner
-        learner = Learner(lrn_cfg, cfg.env_options.frame_stack, GAMES[game][2], torch.device("cpu"))
+        learner = Learner(lrn_cfg, cfg.env_options.frame_stack, CASES[game][2], torch.device("cpu"))
         replay = Replay.from_config(cfg)
-        fill(replay, game, GAMES[game][2], cfg.seed)
+        fill(replay, game, CASES[game][2], cfg.seed)
         if path == "compiled":
             learner.compile_after = 0  # as a benchmark row: compiled from the first update
             learner.compile_loss()
@@ -209,26 +247,36 @@ def test_the_games_learners_are_the_presets():
     assert UPDATES > GRAPH_WARMUP_UPDATES
 
 
-@pytest.mark.parametrize("path", [p if p != "compiled" else pytest.param(p, marks=pytest.mark.slow) for p in PATHS])
-@pytest.mark.parametrize("game", list(GAMES))
-def test_the_same_seed_gives_the_same_weights(game, path):
+def check(case: str, path: str) -> None:
     recorded = RECORDED.get(machine())
     if recorded is None:
         pytest.skip(f"no hashes recorded for torch {machine()[0]} on a {machine()[1]} CPU; record them on the "
                     "commit before the change with `python -m tests.test_same_weights` and add them to RECORDED")
     if path == "eager-bf16" and not cpu_info()[1]:
         pytest.skip("no bf16 instructions: oneDNN would emulate them, ~10x slower than fp32")
-    state, figures = train(game, path)
-    want_state, want_figures = recorded[game, path]
-    assert figures == want_figures, f"{game}, {path}: the update figures (loss, TD error, Q, gradient norm) changed"
-    assert state == want_state, f"{game}, {path}: the weights or optimizer state changed"
+    state, figures = train(case, path, RULE_UPDATES if case in RULES else UPDATES)
+    want_state, want_figures = recorded[case, path]
+    assert figures == want_figures, f"{case}, {path}: the update figures (loss, TD error, Q, gradient norm) changed"
+    assert state == want_state, f"{case}, {path}: the weights or optimizer state changed"
+
+
+@pytest.mark.parametrize("path", [p if p != "compiled" else pytest.param(p, marks=pytest.mark.slow) for p in PATHS])
+@pytest.mark.parametrize("game", list(GAMES))
+def test_the_same_seed_gives_the_same_weights(game, path):
+    check(game, path)
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_the_same_seed_gives_the_same_weights_under_every_rule(rule):
+    check(rule, "eager")
 
 
 if __name__ == "__main__":  # prints this machine's table, for RECORDED
-    chosen = sys.argv[1:] or [f"{g}/{p}" for p in PATHS for g in GAMES if p != "eager-bf16" or cpu_info()[1]]
+    chosen = sys.argv[1:] or ([f"{g}/{p}" for p in PATHS for g in GAMES if p != "eager-bf16" or cpu_info()[1]]
+                              + [f"{r}/eager" for r in RULES])
     print(f"    {machine()!r}: {{")
     for gp in chosen:
-        g, p = gp.split("/")
-        state, figures = train(g, p)
-        print(f"        ({g!r}, {p!r}):\n            ({state!r},\n             {figures!r}),", flush=True)
+        case, path = gp.split("/")
+        state, figures = train(case, path, RULE_UPDATES if case in RULES else UPDATES)
+        print(f"        ({case!r}, {path!r}):\n            ({state!r},\n             {figures!r}),", flush=True)
     print("    },")
