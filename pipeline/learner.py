@@ -1,6 +1,6 @@
-"""The DQN learner: the networks' forwards for the learning rule (``pipeline/rules.py``: the
-n-step targets and the loss), one update step written once (``update_step``), mixed precision,
-torch.compile, gradient accumulation, the optimizer and target-network syncs. The whole-update
+"""The DQN learner: the networks the learning rule reads (``pipeline/rules.py``: which network
+reads what, the n-step targets and the loss), one update step written once (``update_step``),
+mixed precision, torch.compile, gradient accumulation, the optimizer and target-network syncs. The whole-update
 CUDA graph that captures that step is the engine's (``pipeline/engine.py``). One code path for
 CPU and CUDA: only the autocast dtype, the GradScaler's ``enabled`` flag and the memory format
 differ."""
@@ -190,8 +190,9 @@ class Learner:
         self.loss = torch.compile(self.loss, dynamic=False, mode=compile_mode(self.graph_scope))
         self.compiled = True
 
-    def _autocast(self):
-        # Autocast's cache of cast weights would be captured as memory the graph does not own.
+    def precision(self):
+        """The forwards' precision: autocast to amp_dtype, or fp32 where mixed precision is off.
+        Autocast's cache of cast weights would be captured as memory the graph does not own."""
         return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None,
                               cache_enabled=self.graph_scope != "update")
 
@@ -234,34 +235,10 @@ class Learner:
             out[k] = t.contiguous(memory_format=torch.channels_last) if frames and not on_host else t
         return out
 
-    def _taus(self, b: dict) -> torch.Tensor | None:
-        """IQN: fractions drawn for one forward of the batch; None for the other rules."""
-        return rules.sample_taus(b["obs"].shape[0], self.rule.iqn_taus, self.device) if self.rule.iqn_taus else None
-
-    def td_targets(self, b: dict) -> torch.Tensor:
-        """The n-step target of each sample, per atom ([B, 1] for DQN, [B, K'] for QR-DQN and IQN):
-        the target network's forwards (on s', and on s for Munchausen) and Double DQN's on s',
-        handed to ``rules.targets``."""
-        with torch.no_grad(), self._autocast():
-            next_target = self.target.atoms(b["next_obs"], self._taus(b)).float()
-            # running: the online weights in eval mode, so s' does not move the running
-            # statistics. batch: train mode, so a' is picked on the normalization Q(s) is
-            # trained with; s' then also enters the running statistics (replay data, as s is).
-            # IQN picks a' on its fixed acting fractions, as the collectors act.
-            next_select = self.argmax_model.atoms(b["next_obs"]) if self.rule.selects_on_online else None
-            target_s = self.target.atoms(b["obs"], self._taus(b)).float() if self.rule.munchausen else None
-            return rules.targets(self.rule, b, next_target, next_select, target_s)
-
     def loss(self, b: dict):
-        """The rule's loss of Q(s, a) (``rules.loss``), importance-weighted under prioritized
-        replay; also the TD errors and Q-values."""
-        with record_function("learner.targets"):
-            target = self.td_targets(b)
-        with record_function("learner.forward"):
-            taus = self._taus(b)
-            with self._autocast():
-                theta_all = self.model.atoms(b["obs"], taus).float()
-            return rules.loss(self.rule, theta_all, target, b, taus)
+        """The rule's loss of the batch, its TD errors and Q-values (``rules.batch_loss``): what
+        compile_loss compiles."""
+        return rules.batch_loss(self.rule, self, b)
 
     def update(self, micro_batches: list[dict]) -> dict:
         """One optimizer step over ``grad_accum_steps`` micro-batches (already on device).

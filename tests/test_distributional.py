@@ -6,7 +6,7 @@ import torch
 from config_optimized import Config
 from models import NetworkSpec, build_model
 from pipeline.learner import Learner
-from pipeline.rules import quantile_huber
+from pipeline.rules import quantile_huber, td_targets
 
 
 def _learner(**kw):
@@ -78,7 +78,7 @@ def test_batch_statistics_targets_normalize_s_prime_on_its_own_batch():
         rng = np.random.default_rng(1)
         b = {"obs": next_obs, "next_obs": next_obs, "action": rng.integers(0, 3, 16),
              "return": np.zeros(16, np.float32), "discount": np.ones(16, np.float32), "weights": None}
-        return lrn.td_targets(lrn.to_device(b))[:, 0]
+        return td_targets(lrn.rule, lrn, lrn.to_device(b))[:, 0]
 
     rng = np.random.default_rng(0)
     dim = rng.integers(0, 120, (16, 4, 84, 84), dtype=np.uint8)

@@ -12,7 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from config_optimized import Config, ConfigError
 from models import NetworkSpec, build_model
 from pipeline.learner import Learner
-from pipeline.rules import Rule, loss, pick, quantile_huber, targets
+from pipeline.rules import Rule, loss, pick, quantile_huber, targets, td_targets
 from pipeline.settings.check import validate
 from pipeline.settings.hardware import Hardware
 
@@ -105,7 +105,7 @@ def test_the_learners_iqn_targets_are_the_rule_on_its_networks(arch):
     lrn = _learner(model_arch=arch, iqn_taus=4)
     b = lrn.to_device(_batch(8))
     torch.manual_seed(5)
-    got = lrn.td_targets(b)
+    got = td_targets(lrn.rule, lrn, b)
     torch.manual_seed(5)
     with torch.no_grad():
         taus = torch.rand(8, 4)
@@ -122,7 +122,7 @@ def test_the_learners_iqn_targets_are_the_rule_on_its_networks(arch):
 def test_the_learners_munchausen_targets_are_the_rule_on_its_target_network(arch, quantiles):
     lrn = _learner(model_arch=arch, quantiles=quantiles, munchausen=True, bn_targets="batch")
     b = lrn.to_device(_batch(8))
-    got = lrn.td_targets(b)
+    got = td_targets(lrn.rule, lrn, b)
     with torch.no_grad():
         z_s, z_next = lrn.target.atoms(b["obs"]), lrn.target.atoms(b["next_obs"])
     tau, k = 0.03, max(1, quantiles)
