@@ -17,7 +17,7 @@ from .learner_grid import learner_updates_per_s
 
 # ----------------------------------------------------------------------------- collector overhead
 def _collector_loop(ring_name, seconds, out_q):
-    from models import build_model
+    from models import NetworkSpec, build_model
     from pipeline.collector import RecordPusher
     from pipeline.ring import Ring
     from pipeline.rollout import Rollout
@@ -25,7 +25,7 @@ def _collector_loop(ring_name, seconds, out_q):
 
     torch.set_num_threads(1)  # as in a collector
     env = BatchedEnv("ALE/Pong-v5", EnvOptions(), 8)
-    model = build_model("batchnorm", 4, env.n_actions, False).eval()
+    model = build_model(NetworkSpec("batchnorm", 4, env.n_actions)).eval()
     rollout = Rollout(env, model, 4, True, seed=0)
     ring = Ring.attach(ring_name, 4096) if ring_name else None
     pusher = RecordPusher(ring, rollout, False, lambda: False) if ring is not None else None

@@ -128,7 +128,7 @@ def batched_env_steps_per_s(env_id: str, opts, windows: int, seconds: float, nat
 
 def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, seconds: float,
                         act_bf16: bool = False, eps: float = 1.0) -> dict:
-    from models import build_model
+    from models import NetworkSpec, build_model
     from pipeline.rollout import Rollout
     from wrappers import BatchedEnv
 
@@ -136,7 +136,7 @@ def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, secon
     # a seeded network: below epsilon 1 its greedy action decides how often Mario dies, and the
     # frames a death skips unseen made unseeded runs differ by +-20%
     torch.manual_seed(0)
-    model = build_model("batchnorm", frame_stack, env.n_actions, False).eval()
+    model = build_model(NetworkSpec("batchnorm", frame_stack, env.n_actions)).eval()
     rollout = Rollout(env, model, frame_stack, False, seed=0, act_bf16=act_bf16)
 
     def step():

@@ -10,19 +10,25 @@ import torch
 from .common import fill_replay
 
 
+def profiled_collector(cfg):
+    """The collector ``--profile`` steps: a collector of the run ``cfg`` (its envs, the network
+    the learner trains, the acting copy --act-bf16 makes), as a collector process builds it."""
+    from pipeline.collector import Collector, CollectorSpec
+    from pipeline.collector_block import CollectorBlock
+
+    return Collector(CollectorSpec.of(cfg), 0, 0, CollectorBlock.local())
+
+
 def profile_run(out_dir: str, steps: int = 30) -> dict:
     """torch.profiler over learner updates (replay sampling included) and collector steps at this
     machine's profile settings; prints the top operations and writes Chrome traces (open them in
     chrome://tracing or https://ui.perfetto.dev)."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from models import build_model
     from pipeline.settings.layers import resolve_config
     from pipeline.settings.hardware import learner_threads
     from pipeline.learner import Learner
     from pipeline.replay import Replay
-    from pipeline.rollout import Rollout
-    from wrappers import BatchedEnv
 
     os.makedirs(out_dir, exist_ok=True)
     res = resolve_config({"env": "ALE/Pong-v5"})
@@ -58,9 +64,8 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=15))
 
     torch.set_num_threads(1)
-    env = BatchedEnv("ALE/Pong-v5", cfg.env_options, M)
-    model = build_model(cfg.learner.model_arch, cfg.env_options.frame_stack, env.n_actions, cfg.learner.dueling).eval()
-    rollout = Rollout(env, model, cfg.env_options.frame_stack, True, seed=0)
+    collector = profiled_collector(cfg)
+    rollout = collector.rollout
     for _ in range(10):
         rollout.step(0.1)
     rollout.act_ns = rollout.step_ns = 0
@@ -70,10 +75,11 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
             with record_function("collector.step"):
                 rollout.step(0.1)
     total = time.perf_counter_ns() - t0
-    env.close()
+    collector.close()
     collector_trace = os.path.join(out_dir, "trace_collector.json")
     prof.export_chrome_trace(collector_trace)
-    print(f"\nCollector ({M} Pong envs, 1 thread), {steps * 4} steps: acting {100 * rollout.act_ns / total:.0f}%, "
+    acting = "bf16" if cfg.collectors.act_bf16 else "fp32"
+    print(f"\nCollector ({M} Pong envs, 1 torch thread, acting in {acting}), {steps * 4} steps: acting {100 * rollout.act_ns / total:.0f}%, "
           f"env stepping {100 * rollout.step_ns / total:.0f}%; top operations:")
     print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
     print(f"Traces: {learner_trace}, {collector_trace}")

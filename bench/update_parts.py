@@ -58,6 +58,8 @@ def _layer_flops(learner, batch) -> dict[str, dict[str, float]]:
     """FLOPs of one update per part and layer: {"targets": {"conv1": ...}, "forward": ..., "backward": ...}."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    from pipeline.rules import td_targets
+
     names = {"Sequential.0": "conv1", "Sequential.3": "conv2", "Sequential.6": "conv3",
              "_QHead.q.0": "fc1", "_QHead.q.2": "fc2"}
 
@@ -68,7 +70,7 @@ def _layer_flops(learner, batch) -> dict[str, dict[str, float]]:
                 out[names[module]] = float(sum(v for op, v in counts.items() if str(op) in ops))
         return out
     with FlopCounterMode(display=False) as fc:
-        learner.td_targets(batch)
+        td_targets(learner.rule, learner, batch)
     targets = per_layer(fc, ("aten.convolution", "aten.addmm"))
     with FlopCounterMode(display=False) as fc:
         loss, _, _ = learner.loss(batch)

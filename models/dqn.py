@@ -26,6 +26,7 @@ BatchNorm in a DQN has three traps, and this is how the project handles each:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -226,10 +227,43 @@ MODELS = {"batchnorm": BatchNormDQN, "nature": NatureDQN, "impala": ImpalaDQN, "
 BATCHNORM_MODELS = ("batchnorm", "impala", "impala-s")
 
 
-def build_model(arch: str, in_channels: int, n_actions: int, dueling: bool = False, quantiles: int = 0,
-                iqn_taus: int = 0) -> nn.Module:
-    """Build a Q-network by name (a key of MODELS); ``quantiles`` > 0 makes it a QR-DQN, ``iqn_taus``
-    > 0 an IQN."""
-    if arch not in MODELS:
-        raise ValueError(f"model_arch={arch!r} is not a model; choose one of {sorted(MODELS)}")
-    return MODELS[arch](in_channels, n_actions, dueling=dueling, quantiles=quantiles, iqn_taus=iqn_taus)
+@dataclass(frozen=True)
+class NetworkSpec:
+    """What network a set of weights fits: the architecture (a key of MODELS), the frames it
+    stacks (its input channels), the game's actions, a dueling head, and QR-DQN's quantiles or
+    IQN's acting fractions (0: one value per action). Made in one place from a run's config
+    (``of``) or a checkpoint's meta (``from_meta``), so the learner, the collectors, an
+    evaluation and a benchmark build the same head."""
+    arch: str
+    frame_stack: int
+    n_actions: int
+    dueling: bool = False
+    quantiles: int = 0
+    iqn_taus: int = 0
+
+    @classmethod
+    def of(cls, learner, frame_stack: int, n_actions: int) -> NetworkSpec:
+        """The network a run trains: ``learner`` is its ``LearnerConfig`` (model_arch, dueling,
+        quantiles, iqn_taus), ``frame_stack`` its env options', ``n_actions`` its game's."""
+        return cls(learner.model_arch, frame_stack, n_actions, learner.dueling, learner.quantiles, learner.iqn_taus)
+
+    @classmethod
+    def from_meta(cls, meta: dict) -> NetworkSpec:
+        """The network a checkpoint's weights fit, from its ``meta`` (``meta`` below); those saved
+        before QR-DQN or IQN have neither key, and neither head."""
+        return cls(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"],
+                   meta.get("quantiles", 0), meta.get("iqn_taus", 0))
+
+    @property
+    def meta(self) -> dict:
+        """The spec as a checkpoint's meta keeps it (the config's names: ``model_arch``)."""
+        return {"model_arch": self.arch, "frame_stack": self.frame_stack, "n_actions": self.n_actions,
+                "dueling": self.dueling, "quantiles": self.quantiles, "iqn_taus": self.iqn_taus}
+
+
+def build_model(spec: NetworkSpec) -> nn.Module:
+    """The Q-network ``spec`` names, freshly initialized (from torch's generator)."""
+    if spec.arch not in MODELS:
+        raise ValueError(f"model_arch={spec.arch!r} is not a model; choose one of {sorted(MODELS)}")
+    return MODELS[spec.arch](spec.frame_stack, spec.n_actions, dueling=spec.dueling, quantiles=spec.quantiles,
+                             iqn_taus=spec.iqn_taus)

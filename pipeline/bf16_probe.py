@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from models import build_model
+from models import NetworkSpec, build_model
 
 from .records.record import write_json
 from .settings.hardware import (BF16_MIN_SPEEDUP, cached_bf16_speedup, cpu_info, cpu_name, known_bf16_speedups,
@@ -28,7 +28,7 @@ def measure_bf16_speedup(steps: int = 6) -> float:
     process's torch threads: medians of interleaved steps, so a busy machine slows both alike.
     About one to three seconds."""
     torch.manual_seed(0)
-    model = build_model("batchnorm", 4, 6).to(memory_format=torch.channels_last)
+    model = build_model(NetworkSpec("batchnorm", 4, 6)).to(memory_format=torch.channels_last)
     x = torch.randint(0, 256, (32, 4, 84, 84), dtype=torch.uint8).contiguous(memory_format=torch.channels_last)
 
     def step(bf16: bool) -> float:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from config_optimized import CollectorConfig, Config
+from config_optimized import CollectorConfig, Config, LearnerConfig
 from wrappers.options import EnvOptions
 
 from .transition import EP_END, FLAG_GET, STATS
@@ -23,20 +23,16 @@ from .transition import EP_END, FLAG_GET, STATS
 @dataclass(frozen=True)
 class CollectorSpec:
     """What a collector process is started with: the game, its env options, the collectors' part
-    of the config, and the network it acts with (the learner's architecture)."""
+    of the config, the learner's (whose network it acts with: ``NetworkSpec.of``) and the seed."""
     env: str
     env_options: EnvOptions
     collectors: CollectorConfig
-    model_arch: str
-    dueling: bool
+    learner: LearnerConfig
     seed: int
-    quantiles: int = 0
-    iqn_taus: int = 0
 
     @classmethod
     def of(cls, cfg: Config) -> CollectorSpec:
-        return cls(cfg.env, cfg.env_options, cfg.collectors, cfg.learner.model_arch, cfg.learner.dueling, cfg.seed,
-                   cfg.learner.quantiles, cfg.learner.iqn_taus)
+        return cls(cfg.env, cfg.env_options, cfg.collectors, cfg.learner, cfg.seed)
 
 
 @dataclass(frozen=True)
@@ -168,7 +164,7 @@ class Collector:
     in where the records go and how the allowance and the weights arrive."""
 
     def __init__(self, spec: CollectorSpec, index: int, seed: int, block):
-        from models import build_model
+        from models import NetworkSpec, build_model
         from wrappers import BatchedEnv
 
         from .rollout import Rollout
@@ -176,8 +172,8 @@ class Collector:
         opts = spec.env_options
         self.env = BatchedEnv(spec.env, opts, spec.collectors.envs_per_collector, spec.collectors.env_threads)
         try:
-            self.model = build_model(spec.model_arch, opts.frame_stack, self.env.n_actions, spec.dueling,
-                                     spec.quantiles, spec.iqn_taus).eval().to(spec.collectors.collector_device)
+            network = NetworkSpec.of(spec.learner, opts.frame_stack, self.env.n_actions)
+            self.model = build_model(network).eval().to(spec.collectors.collector_device)
             self.rollout = Rollout.of(self.env, self.model, opts, seed, spec.collectors.act_bf16)
         except BaseException:
             self.env.close()

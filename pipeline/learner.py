@@ -1,7 +1,9 @@
-"""The DQN learner: the networks' forwards for the learning rule (``pipeline/rules.py``: the
-n-step targets and the loss), mixed precision, torch.compile, the whole-update CUDA graph,
-gradient accumulation, the optimizer and target-network syncs. One code path for CPU and CUDA:
-only the autocast dtype, the GradScaler's ``enabled`` flag and the memory format differ."""
+"""The DQN learner: the networks the learning rule reads (``pipeline/rules.py``: which network
+reads what, the n-step targets and the loss), one update step written once (``update_step``),
+mixed precision, torch.compile, gradient accumulation, the optimizer and target-network syncs. The whole-update
+CUDA graph that captures that step is the engine's (``pipeline/engine.py``). One code path for
+CPU and CUDA: only the autocast dtype, the GradScaler's ``enabled`` flag and the memory format
+differ."""
 from __future__ import annotations
 
 import copy
@@ -12,37 +14,20 @@ import torch
 from torch.profiler import record_function
 
 from config_optimized import LearnerConfig
-from models import build_model
+from models import NetworkSpec, build_model
 
 from . import rules
+from .engine import UpdateGraph, compile_mode, first_line, graph_scope
 
 
 class TrainingDiverged(RuntimeError):
     pass
 
 
-def _first_line(e: Exception) -> str:
-    """An exception as the one line a run's warning quotes: its type and its message's first line."""
-    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
-
-
-class _DoneEvent:
-    """A CPU learner's stand-in for a CUDA event: its work is done when the call returns."""
-
-    def record(self) -> None:
-        pass
-
-    def synchronize(self) -> None:
-        pass
-
-
 # --compile waits this many updates before compiling: the compile costs ~25 s of a 2-core CPU
 # (the update that triggers it waits), which ~10k updates at the measured 1.15x repay, so a run
 # that stops sooner (a test, a quick benchmark, a short trial) gains nothing from it.
 COMPILE_AFTER_UPDATES = 2_000
-# Updates run eagerly on a side stream before the whole-update graph is captured, as CUDA's
-# capture asks (cuBLAS's workspaces, the compiled loss's backward and Adam's state exist by then).
-GRAPH_WARMUP_UPDATES = 3
 
 
 def amp_dtype_for(device: torch.device, amp: bool, requested: str = "auto",
@@ -60,31 +45,6 @@ def amp_dtype_for(device: torch.device, amp: bool, requested: str = "auto",
             cuda_bf16 = torch.cuda.get_device_capability(device)[0] >= 8
         return torch.bfloat16 if cuda_bf16 else torch.float16
     return torch.bfloat16
-
-
-def graph_scope(device: torch.device, cfg: LearnerConfig, amp_dtype: torch.dtype | None) -> str | None:
-    """What replays as a CUDA graph with --cuda-graphs on a CUDA learner: the whole update
-    ("update": the loss, its backward, the gradient clip and Adam, one launch; bf16 and fp32), or,
-    under fp16, the compiled loss and its backward ("loss": torch.compile's reduce-overhead, needs
-    --compile), since fp16's GradScaler decides on the host whether to step. None elsewhere.
-
-    At the preset's batch of 32 a CUDA update is launch-bound: on an H100 (16-core Xeon host) one
-    uncompiled update took 6.9 ms for ~0.1 ms of arithmetic (docs/notebook.md, "On a GPU"); the
-    compiled loss's graphs took it to 3.5 ms, the rest being the eager clip, Adam, zero_grad and
-    the update's host sync, which the whole-update graph also folds in. Not with gradient
-    accumulation: the captured backward writes each micro-batch's gradients where the last one's
-    are, instead of summing them."""
-    if not (cfg.cuda_graphs and device.type == "cuda" and cfg.grad_accum_steps == 1):
-        return None
-    if amp_dtype == torch.float16:
-        return "loss" if cfg.compile else None
-    return "update"
-
-
-def compile_mode(scope: str | None) -> str | None:
-    """torch.compile's mode for the loss: "reduce-overhead" (its own CUDA graphs) where only the
-    loss is graphed, else the default (inside a whole-update graph, or on a CPU)."""
-    return "reduce-overhead" if scope == "loss" else None
 
 
 def flush_denormals() -> bool:
@@ -138,8 +98,8 @@ class Learner:
         self.cfg, self.device = cfg, device
         self.rule = rules.Rule.of(cfg)
         configure_backends(device)
-        self.model = build_model(cfg.model_arch, in_channels, n_actions, cfg.dueling, cfg.quantiles,
-                                 cfg.iqn_taus).to(device)
+        self.network = NetworkSpec.of(cfg, in_channels, n_actions)
+        self.model = build_model(self.network).to(device)
         self.memory_format = torch.channels_last if cfg.channels_last else torch.contiguous_format
         self.model = self.model.to(memory_format=self.memory_format)
         # bn_targets=running: eval forever, BatchNorm's running statistics. bn_targets=batch: train
@@ -155,7 +115,8 @@ class Learner:
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, eps=cfg.adam_eps,
                                           fused=self.fused or None)
         self.amp_dtype = amp_dtype_for(device, cfg.amp, cfg.amp_dtype)
-        self.graph_scope = graph_scope(device, cfg, self.amp_dtype)
+        # the engine that may capture the update step as one CUDA graph (graph_scope "update")
+        self.graph = UpdateGraph(graph_scope(device, cfg, self.amp_dtype), device)
         # GradScaler only for fp16; bf16 has fp32's exponent range and needs no loss scaling.
         self.scaler = torch.amp.GradScaler(device.type if device.type == "cuda" else "cpu",
                                            enabled=self.amp_dtype == torch.float16)
@@ -187,26 +148,17 @@ class Learner:
         self._compile_proven = False  # a compiled update has run: compiling can no longer fail
         self.updates = 0
         self.bad_steps = 0
-        # The whole-update CUDA graph (graph_scope "update"; see _graphed_update). Its inputs
-        # (set from the first graphed update on: the learner is then in graph mode), the graph
-        # and its outputs once captured, the warm-up updates left before the capture, the
-        # parameters it steps, Adam's found_inf, the host slots of the figures and which one is
-        # still on its way, and why capturing failed (the run then trains as before).
-        self._static: dict | None = None
-        self._graph: torch.cuda.CUDAGraph | None = None
-        self._graph_outputs: tuple | None = None
-        self._warmups_left = GRAPH_WARMUP_UPDATES
-        self._params: list[torch.Tensor] = []
-        self._found_inf: torch.Tensor | None = None
-        self._host_stats: tuple[list, list] = ([], [])
-        self._pending: int | None = None
-        self.graph_error: str | None = None
 
     def compile_due(self) -> bool:
         """--compile, and the run has trained COMPILE_AFTER_UPDATES updates (a resumed one counts
         its earlier ones): the next update should first compile the loss (compile_loss)."""
         return (self.cfg.compile and not self.compiled and self.compile_error is None
                 and self.updates >= self.compile_after)
+
+    @property
+    def graph_scope(self) -> str | None:
+        """What replays as a CUDA graph (``engine.graph_scope``): "update", "loss" or None."""
+        return self.graph.scope
 
     @property
     def cuda_graphs(self) -> bool:
@@ -216,15 +168,12 @@ class Learner:
     @property
     def graphed(self) -> bool:
         """Every update now replays as one captured CUDA graph (graph_scope "update")."""
-        return self._graph is not None
+        return self.graph.captured
 
-    def graph_due(self) -> bool:
-        """The learner should enter graph mode: the scope says so, it is not in it and never
-        failed to capture, the compile (if any) is behind it, and the run is as far as a compile
-        would wait (COMPILE_AFTER_UPDATES), so a short run trains as the CPU does. The graph
-        itself comes GRAPH_WARMUP_UPDATES later."""
-        return (self.graph_scope == "update" and self._static is None and self.graph_error is None
-                and self.compile_done and self.updates >= self.compile_after)
+    @property
+    def graph_error(self) -> str | None:
+        """Why capturing the update as a CUDA graph failed (the run then trains eagerly)."""
+        return self.graph.error
 
     @property
     def compile_done(self) -> bool:
@@ -241,8 +190,9 @@ class Learner:
         self.loss = torch.compile(self.loss, dynamic=False, mode=compile_mode(self.graph_scope))
         self.compiled = True
 
-    def _autocast(self):
-        # Autocast's cache of cast weights would be captured as memory the graph does not own.
+    def precision(self):
+        """The forwards' precision: autocast to amp_dtype, or fp32 where mixed precision is off.
+        Autocast's cache of cast weights would be captured as memory the graph does not own."""
         return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None,
                               cache_enabled=self.graph_scope != "update")
 
@@ -285,45 +235,25 @@ class Learner:
             out[k] = t.contiguous(memory_format=torch.channels_last) if frames and not on_host else t
         return out
 
-    def _taus(self, b: dict) -> torch.Tensor | None:
-        """IQN: fractions drawn for one forward of the batch; None for the other rules."""
-        return rules.sample_taus(b["obs"].shape[0], self.rule.iqn_taus, self.device) if self.rule.iqn_taus else None
-
-    def td_targets(self, b: dict) -> torch.Tensor:
-        """The n-step target of each sample, per atom ([B, 1] for DQN, [B, K'] for QR-DQN and IQN):
-        the target network's forwards (on s', and on s for Munchausen) and Double DQN's on s',
-        handed to ``rules.targets``."""
-        with torch.no_grad(), self._autocast():
-            next_target = self.target.atoms(b["next_obs"], self._taus(b)).float()
-            # running: the online weights in eval mode, so s' does not move the running
-            # statistics. batch: train mode, so a' is picked on the normalization Q(s) is
-            # trained with; s' then also enters the running statistics (replay data, as s is).
-            # IQN picks a' on its fixed acting fractions, as the collectors act.
-            next_select = self.argmax_model.atoms(b["next_obs"]) if self.rule.selects_on_online else None
-            target_s = self.target.atoms(b["obs"], self._taus(b)).float() if self.rule.munchausen else None
-            return rules.targets(self.rule, b, next_target, next_select, target_s)
-
     def loss(self, b: dict):
-        """The rule's loss of Q(s, a) (``rules.loss``), importance-weighted under prioritized
-        replay; also the TD errors and Q-values."""
-        with record_function("learner.targets"):
-            target = self.td_targets(b)
-        with record_function("learner.forward"):
-            taus = self._taus(b)
-            with self._autocast():
-                theta_all = self.model.atoms(b["obs"], taus).float()
-            return rules.loss(self.rule, theta_all, target, b, taus)
+        """The rule's loss of the batch, its TD errors and Q-values (``rules.batch_loss``): what
+        compile_loss compiles."""
+        return rules.batch_loss(self.rule, self, b)
 
     def update(self, micro_batches: list[dict]) -> dict:
         """One optimizer step over ``grad_accum_steps`` micro-batches (already on device).
 
-        The first update after compile_loss compiles (the forward here, the backward lazily in
-        it). Should that fail (a C++ compiler that is there but does not work, an inductor
-        bug), the update runs eagerly and so does the rest of the run; ``compile_error`` says
-        why, for the trainer to warn once. Nothing was stepped: a failed compile raises before
-        the optimizer step."""
-        if self._static is not None or self.graph_due():  # in graph mode, or entering it
-            return self._graphed_update(micro_batches[0])
+        In graph mode (graph scope "update", from COMPILE_AFTER_UPDATES on, after any compile)
+        the engine launches the step as one CUDA graph. Otherwise it runs eagerly; the first
+        update after compile_loss compiles (the forward here, the backward lazily in it). Should
+        that fail (a C++ compiler that is there but does not work, an inductor bug), the update
+        runs eagerly and so does the rest of the run; ``compile_error`` says why, for the
+        trainer to warn once. Nothing was stepped: a failed compile raises before the optimizer
+        step."""
+        if self.graph.active or self.graph.due(self.compile_done and self.updates >= self.compile_after):
+            out = self._graphed_update(micro_batches[0])
+            if out is not None:
+                return out
         if not self.compiled or self._compile_proven:
             return self._update(micro_batches)
         try:
@@ -331,7 +261,7 @@ class Learner:
         except TrainingDiverged:
             raise
         except Exception as e:  # torch._dynamo's BackendCompilerFailed and whatever inductor raises
-            self.compile_error = _first_line(e)
+            self.compile_error = first_line(e)
             self.loss, self.compiled = self._eager_loss, False
             self.optimizer.zero_grad(set_to_none=True)
             return self._update(micro_batches)
@@ -339,173 +269,47 @@ class Learner:
         return out
 
     def _update(self, micro_batches: list[dict]) -> dict:
+        """The eager update: the step, its figures read in one host sync, then the optimizer
+        step, or none where the loss or the gradient is not finite."""
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        losses, tds, qs = [], [], []
-        for b in micro_batches:
-            # Under CUDA graphs a replay writes its outputs where the last replay wrote them: each
-            # update starts a new step, and its outputs are read (the sync, td_abs) before the next
-            # one (graphs are off with accumulation: graph_scope). Marking the step imports
-            # inductor's CUDA-graph trees, ~600 modules and 2 s, so only a graphed run does it.
-            if self.cuda_graphs:
-                torch.compiler.cudagraph_mark_step_begin()
-            loss, td, q = self.loss(b)
-            with record_function("learner.backward"):
-                self.scaler.scale(loss / len(micro_batches)).backward()
-            losses.append(loss.detach())
-            tds.append(td)
-            qs.append(q)
-        # The gradient's norm joins the update's one host sync: bf16 and fp32 have no GradScaler
-        # to catch a non-finite gradient (the loss can be finite), and clip_grad_norm_ would turn
-        # inf into NaN and Adam write it into every weight. Unscaled first (fp16), so the scaler
-        # records its inf check before the step or the skip below.
-        with record_function("learner.clip"):
-            self.scaler.unscale_(self.optimizer)
-            if self.cfg.max_grad_norm > 0:
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
-            else:
-                grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters()
-                                                          if p.grad is not None])
-        # One host sync per update for all four figures (the NaN checks need loss and norm here).
+        figures, td_abs = update_step(self, micro_batches)
         with record_function("learner.sync"):
-            loss, td_mean, q_mean, grad_norm = torch.stack([
-                torch.stack(losses).mean(), torch.cat(tds).abs().mean().float(), torch.cat(qs).mean().float(),
-                grad_norm.float()]).tolist()
+            loss, td_mean, q_mean, grad_norm, _ = figures.tolist()
         # fp16: the scaler skips a step with non-finite gradients itself and lowers its scale.
         bad = "loss" if not math.isfinite(loss) else (
             "gradient" if not self.scaler.is_enabled() and not math.isfinite(grad_norm) else None)
         if bad:
             if self.scaler.is_enabled():
-                # fp16: unscale_ above showed the scaler the non-finite gradients, so update()
-                # lowers the scale; update() without that record raises.
+                # fp16: update_step's unscale_ showed the scaler the non-finite gradients, so
+                # update() lowers the scale; update() without that record raises.
                 self.scaler.update()
             self.optimizer.zero_grad(set_to_none=True)
-            return self._skipped(bad, [t.abs() for t in tds])
+            return self._skipped(bad, td_abs)
         self.bad_steps = 0
         with record_function("learner.step"):
             self.scaler.step(self.optimizer)
             self.scaler.update()
         self._count_step()
-        return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": [t.abs() for t in tds], "skipped": False}
+        return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": td_abs,
+                "skipped": False}
 
-    # ------------------------------------------------------------------ the whole-update graph
-    def _graphed_update(self, b: dict) -> dict:
-        """One update as one CUDA graph: the batch is copied into the graph's inputs and the
-        captured loss, backward, clip and Adam step replay with one launch. Nothing waits for
-        the GPU here: the update's figures travel to pinned host memory behind it, and this
-        returns the *previous* update's (an epoch's means shift by one update), a skipped step
-        (non-finite loss or gradient: fused Adam's found_inf holds every weight, moment and
-        step count, on the GPU) included, so a skip is reported one update late.
-
-        The first GRAPH_WARMUP_UPDATES run the same step eagerly, then the graph is captured
-        and replayed for the update that captured it. A capture that fails leaves graph_error
-        and the run trains on with the eager update. On a CPU (tests) the step runs eagerly."""
-        if self._static is None:
-            self._enter_graph_mode(b)
-        for k, t in self._static.items():
-            t.copy_(b[k], non_blocking=True)
-        previous = self._pending
+    def _graphed_update(self, b: dict) -> dict | None:
+        """One update launched by the engine (``UpdateGraph.launch``): nothing waits for the GPU,
+        and the figures returned are the previous update's; a step fused Adam skipped (a
+        non-finite loss or gradient) is reported one update late. None where the capture failed:
+        the caller then trains eagerly (and so does the rest of the run)."""
         self.model.train()
-        try:
-            if self._graph is not None:
-                self._graph.replay()
-                stats, td_abs = self._graph_outputs
-            elif self._warmups_left > 0 or self.device.type != "cuda":  # a CPU never captures
-                self._warmups_left -= 1
-                stats, td_abs = self._warm_step()
-            else:
-                stats, td_abs = self._capture()
-        except TrainingDiverged:
-            raise
-        except Exception as e:  # a capture CUDA refuses: the run trains eagerly
-            self._leave_graph_mode(_first_line(e))
-            return self._update([b])
-        # Two pinned slots, by turns: this update's figures land in one while the previous
-        # update's, waited for below (its graph only, not this one's), are read from the other.
-        slot = self.updates % 2
-        host, events = self._host_stats
-        host[slot].copy_(stats, non_blocking=True)
-        events[slot].record()
-        self._pending = slot
+        td_abs = self.graph.launch(b, self.optimizer, lambda inputs: update_step(self, [inputs], skip_on_device=True))
+        if td_abs is None:
+            return None
         self._count_step()
-        td_abs = [td_abs.clone()]  # the next replay writes where this one did
-        if previous is None:  # the first graphed update reports itself
-            previous = slot
-        events[previous].synchronize()
-        loss, td_mean, q_mean, grad_norm, bad = host[previous].tolist()
+        loss, td_mean, q_mean, grad_norm, bad = self.graph.figures()
         if bad:
             return self._skipped("the loss or gradient", td_abs)
         self.bad_steps = 0
         return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": td_abs,
                 "skipped": False}
-
-    def _device_step(self, b: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        """The whole update with no host sync, as captured: [loss, |td| mean, Q mean, gradient
-        norm, skipped] and |td| per sample. The gradients are not zeroed: the backward writes
-        them (they are None before the first, and the capture makes that write its own)."""
-        loss, td, q = self.loss(b)
-        loss.backward()
-        params = self._params
-        if self.cfg.max_grad_norm > 0:
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.max_grad_norm, foreach=True)
-        else:
-            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params], foreach=True)
-        bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
-        self._found_inf.copy_(bad.float())  # fused Adam steps nothing where this is 1
-        self.optimizer.step()
-        td_abs = td.abs()
-        stats = torch.stack([loss.detach().float(), td_abs.mean().float(), q.mean().float(),
-                             grad_norm.float(), bad.float()])
-        return stats, td_abs
-
-    def _enter_graph_mode(self, b: dict) -> None:
-        """The graph's inputs (copies of the first batch's tensors), fused Adam's found_inf, and
-        a learning rate held in a tensor, so lr_schedule's changes reach the replays."""
-        self._static = {k: v.clone() for k, v in b.items() if isinstance(v, torch.Tensor)}
-        self._params = [p for p in self.model.parameters() if p.requires_grad]
-        self._found_inf = torch.zeros((), device=self.device)  # the shape of fused Adam's step counts
-        self.optimizer.found_inf = self._found_inf
-        for group in self.optimizer.param_groups:
-            group["lr"] = torch.tensor(float(group["lr"]), device=self.device)
-            group["capturable"] = self.device.type == "cuda"
-        pin = self.device.type == "cuda"
-        self._host_stats = ([torch.zeros(5, pin_memory=pin) for _ in range(2)],
-                            [torch.cuda.Event() if pin else _DoneEvent() for _ in range(2)])
-
-    def _leave_graph_mode(self, why: str) -> None:
-        self.graph_error = why
-        self._graph, self._graph_outputs, self._static, self._pending = None, None, None, None
-        self._warmups_left = GRAPH_WARMUP_UPDATES
-        if hasattr(self.optimizer, "found_inf"):
-            del self.optimizer.found_inf
-        for group in self.optimizer.param_groups:
-            group.update(lr=float(group["lr"]), capturable=False)
-        self.optimizer.zero_grad(set_to_none=True)
-
-    def _warm_step(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.device.type != "cuda":
-            self.optimizer.zero_grad(set_to_none=True)
-            return self._device_step(self._static)
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            self.optimizer.zero_grad(set_to_none=True)
-            out = self._device_step(self._static)
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        return out
-
-    def _capture(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Capture the update, then replay it once: the capture itself computes nothing. The
-        prefetch thread keeps copying batches meanwhile, hence thread_local: its calls are not
-        the capture's. Gradients start as None, so the captured backward allocates them in the
-        graph's pool and every replay writes them afresh."""
-        self.optimizer.zero_grad(set_to_none=True)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            outputs = self._device_step(self._static)
-        self._graph, self._graph_outputs = graph, outputs
-        graph.replay()
-        return outputs
 
     def _count_step(self) -> None:
         """An optimizer step was taken (or, graphed, launched): counted, the average moved, the
@@ -608,3 +412,52 @@ class Learner:
         if state["scaler"] or not self.scaler.is_enabled():
             self.scaler.load_state_dict(state["scaler"])
         self.updates = int(state["updates"])
+
+
+def update_step(learner: Learner, batches: list[dict], skip_on_device: bool = False) -> tuple[torch.Tensor, list]:
+    """One update's arithmetic, written once, with no host sync: the loss of each batch (the
+    rule's, ``Learner.loss``) and its backward, summed over the micro-batches; the gradient
+    unscaled (fp16) and clipped to ``max_grad_norm`` (or only measured, at 0); the figures. The
+    eager update calls it, and the engine's whole-update CUDA graph captures it (``skip_on_device``).
+
+    Returns the figures [loss, |TD| mean, Q mean, gradient norm, 1 where the loss or the norm is
+    not finite] on the device and each batch's |TD| per sample. The gradient's norm joins the
+    figures because bf16 and fp32 have no GradScaler to catch a non-finite gradient (the loss
+    can be finite), and clip_grad_norm_ would turn inf into NaN and Adam write it into every
+    weight. ``skip_on_device``: the optimizer steps here, fused Adam holding every weight, moment
+    and step count where the figures say not finite (a captured graph cannot ask the host);
+    else the caller reads the figures and steps, or skips. The gradients are not zeroed: the
+    caller does, or (captured) the backward writes them, as it allocated them in the capture."""
+    opt, scaler = learner.optimizer, learner.scaler
+    losses, tds, qs = [], [], []
+    for b in batches:
+        # Under the compiled loss's CUDA graphs (graph_scope "loss") a replay writes its outputs
+        # where the last replay wrote them: each update starts a new step, and its outputs are
+        # read (the sync, td_abs) before the next one (graphs are off with accumulation:
+        # graph_scope). Marking the step imports inductor's CUDA-graph trees, ~600 modules and
+        # 2 s, so only a graphed run does it.
+        if learner.cuda_graphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        loss, td, q = learner.loss(b)
+        with record_function("learner.backward"):
+            scaler.scale(loss / len(batches)).backward()
+        losses.append(loss.detach())
+        tds.append(td.abs())
+        qs.append(q)
+    # Unscaled first (fp16), so the scaler records its inf check before the step or the skip.
+    with record_function("learner.clip"):
+        scaler.unscale_(opt)
+        params = [p for p in learner.model.parameters() if p.grad is not None]
+        if learner.cfg.max_grad_norm > 0:
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, learner.cfg.max_grad_norm)
+        else:
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+    loss = torch.stack(losses).mean()
+    bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+    figures = torch.stack([loss.float(), torch.cat(tds).mean().float(), torch.cat(qs).mean().float(),
+                           grad_norm.float(), bad.float()])
+    if skip_on_device:
+        with record_function("learner.step"):
+            opt.found_inf.copy_(bad.float())  # fused Adam steps nothing where this is 1
+            opt.step()
+    return figures, tds

@@ -5,7 +5,7 @@ from pathlib import Path
 import torch
 
 from config_optimized import Config
-from models import build_model
+from models import NetworkSpec, build_model
 
 CATCH = "tests.catch_env:Catch-v0"
 
@@ -15,9 +15,9 @@ def make_run(tmp_path: Path, env: str = CATCH, n_actions: int = 3) -> Path:
     run = tmp_path / "run"
     run.mkdir()
     cfg = Config.of(env=env, model_arch="nature", seed=3)
-    model = build_model("nature", cfg.env_options.frame_stack, n_actions, False)
-    state = {"meta": {"env": env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
-                      "model_arch": "nature", "dueling": False, "version": 1},
+    network = NetworkSpec.of(cfg.learner, cfg.env_options.frame_stack, n_actions)
+    model = build_model(network)
+    state = {"meta": {"env": env, **network.meta, "version": 1},
              "config": cfg.flat(), "learner": {"model": model.state_dict()}}
     torch.save(state, run / "checkpoint.pt")
     (run / "config.json").write_text(json.dumps({"config": cfg.flat(), "profile": "cpu-small",

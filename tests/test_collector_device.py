@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from config_optimized import Config, ConfigError
-from models import build_model
+from models import NetworkSpec, build_model
 from pipeline.rollout import Rollout
 from pipeline.settings.check import validate
 from pipeline.settings.hardware import Hardware
@@ -29,8 +29,8 @@ def test_collectors_on_cuda_need_cuda_and_a_start_method_that_can_hold_it():
 @pytest.mark.parametrize("act_bf16", [False, True])
 def test_a_cuda_collector_device_picks_the_cpu_collectors_greedy_actions(act_bf16):
     torch.manual_seed(0)
-    cpu_model = build_model("batchnorm", 4, 6, quantiles=51).eval()
-    gpu_model = build_model("batchnorm", 4, 6, quantiles=51).eval()
+    cpu_model = build_model(NetworkSpec("batchnorm", 4, 6, quantiles=51)).eval()
+    gpu_model = build_model(NetworkSpec("batchnorm", 4, 6, quantiles=51)).eval()
     gpu_model.load_state_dict(cpu_model.state_dict())
     gpu_model = gpu_model.to("cuda")
     cpu, gpu = Rollout(NoiseEnvs(8), cpu_model, 4, False, seed=0), Rollout(NoiseEnvs(8), gpu_model, 4, False, seed=0,

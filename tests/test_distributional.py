@@ -4,9 +4,9 @@ import numpy as np
 import torch
 
 from config_optimized import Config
-from models import build_model
+from models import NetworkSpec, build_model
 from pipeline.learner import Learner
-from pipeline.rules import quantile_huber
+from pipeline.rules import quantile_huber, td_targets
 
 
 def _learner(**kw):
@@ -58,12 +58,12 @@ def test_plain_dqn_acts_on_the_same_q_values_as_before():
     # quantiles=0 keeps one atom per action, so old checkpoints load and act unchanged: forward()
     # is the head's output and atoms() the same numbers with a trailing axis.
     torch.manual_seed(0)
-    m = build_model("batchnorm", 4, 6).eval()
+    m = build_model(NetworkSpec("batchnorm", 4, 6)).eval()
     assert m.head.q[-1].out_features == 6
     x = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
     with torch.no_grad():
         assert torch.equal(m(x), m.atoms(x)[:, :, 0])
-    qr = build_model("batchnorm", 4, 6, dueling=True, quantiles=51).eval()
+    qr = build_model(NetworkSpec("batchnorm", 4, 6, dueling=True, quantiles=51)).eval()
     with torch.no_grad():
         assert qr(x).shape == (5, 6) and qr.atoms(x).shape == (5, 6, 51)
         assert torch.allclose(qr(x), qr.atoms(x).mean(2))
@@ -78,7 +78,7 @@ def test_batch_statistics_targets_normalize_s_prime_on_its_own_batch():
         rng = np.random.default_rng(1)
         b = {"obs": next_obs, "next_obs": next_obs, "action": rng.integers(0, 3, 16),
              "return": np.zeros(16, np.float32), "discount": np.ones(16, np.float32), "weights": None}
-        return lrn.td_targets(lrn.to_device(b))[:, 0]
+        return td_targets(lrn.rule, lrn, lrn.to_device(b))[:, 0]
 
     rng = np.random.default_rng(0)
     dim = rng.integers(0, 120, (16, 4, 84, 84), dtype=np.uint8)

@@ -48,6 +48,7 @@ LAYERS = {
     "pipeline.ratio": 2,
     "pipeline.rules": 2,
     "pipeline.learner": 2,
+    "pipeline.engine": 2,  # the whole-update CUDA graph that runs the learner's step
     "pipeline.distributed.no_ray": 2,  # the data path's stand-in for Ray's intake: imports nothing
     "pipeline.distributed.errors": 2,
     "pipeline.file_keys": 2,  # old key names of the run files, read by the replay's snapshot and the records  # the Ray error the data path catches, apart from the code that talks to Ray

@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline.learner import COMPILE_AFTER_UPDATES, GRAPH_WARMUP_UPDATES, Learner, amp_dtype_for, compile_mode, graph_scope
+from pipeline.engine import GRAPH_WARMUP_UPDATES, compile_mode, graph_scope
+from pipeline.learner import COMPILE_AFTER_UPDATES, Learner, amp_dtype_for
+from pipeline.rules import td_targets
 from tests.proc_utils import ROOT
 
 
@@ -67,7 +69,7 @@ def test_bf16_amp_gradients_match_fp32():
 def test_double_dqn_target_does_not_move_batchnorm_stats():
     lrn = _learner()
     before = [b.clone() for n, b in lrn.model.named_buffers() if "running" in n]
-    lrn.td_targets(lrn.to_device(_batch(16)))
+    td_targets(lrn.rule, lrn, lrn.to_device(_batch(16)))
     after = [b for n, b in lrn.model.named_buffers() if "running" in n]
     assert all(torch.equal(x, y) for x, y in zip(before, after))
     assert lrn.model.training and not lrn.target.training
@@ -126,14 +128,14 @@ def test_the_bootstrap_epsilon_values_s_by_the_epsilon_greedy_policy_exactly_wit
     a* the greedy action (Double DQN's, chosen on the online network); no draw."""
     greedy_lrn, eps_lrn = (_learner(bootstrap_epsilon=e) for e in (0.0, 0.5))
     b = greedy_lrn.to_device(_batch(64))
-    greedy = greedy_lrn.td_targets(b)
-    got = eps_lrn.td_targets(b)
+    greedy = td_targets(greedy_lrn.rule, greedy_lrn, b)
+    got = td_targets(eps_lrn.rule, eps_lrn, b)
     with torch.no_grad():
         every = eps_lrn.target.atoms(b["next_obs"]).float()[:, :, 0]  # [B, A]
     mean = b["return"] + b["discount"] * every.mean(1)
     assert torch.allclose(got[:, 0], 0.5 * greedy[:, 0] + 0.5 * mean, atol=1e-5)
     assert not torch.allclose(got, greedy, atol=1e-3)  # the random half moved every target
-    assert torch.equal(eps_lrn.td_targets(b), got)  # exact: the same batch, the same targets
+    assert torch.equal(td_targets(eps_lrn.rule, eps_lrn, b), got)  # exact: the same batch, the same targets
 
 
 def test_the_bootstrap_epsilon_draws_the_epsilon_greedy_policys_next_action_for_quantiles():
@@ -143,9 +145,9 @@ def test_the_bootstrap_epsilon_draws_the_epsilon_greedy_policys_next_action_for_
     quantiles = 5
     greedy_lrn, eps_lrn = (_learner(quantiles=quantiles, bootstrap_epsilon=e) for e in (0.0, 0.5))
     b = greedy_lrn.to_device(_batch(512))
-    greedy = greedy_lrn.td_targets(b)
+    greedy = td_targets(greedy_lrn.rule, greedy_lrn, b)
     torch.manual_seed(1)
-    drawn = eps_lrn.td_targets(b)
+    drawn = td_targets(eps_lrn.rule, eps_lrn, b)
     with torch.no_grad():
         every = eps_lrn.target.atoms(b["next_obs"]).float()  # [B, A, K]
     per_action = b["return"][:, None, None] + b["discount"][:, None, None] * every
@@ -153,7 +155,7 @@ def test_the_bootstrap_epsilon_draws_the_epsilon_greedy_policys_next_action_for_
     assert matches.any(1).all()
     other = ~(drawn - greedy).abs().amax(1).lt(1e-5)
     assert abs(other.float().mean().item() - 5 / 12) < 0.1, other.float().mean()
-    assert torch.equal(greedy_lrn.td_targets(b), greedy)  # 0: the greedy bootstrap, no draw
+    assert torch.equal(td_targets(greedy_lrn.rule, greedy_lrn, b), greedy)  # 0: the greedy bootstrap, no draw
 
 
 def test_target_sync_interval():
@@ -389,7 +391,7 @@ def _graphed(device="cpu", **kw):
     step the graph captures runs eagerly; on CUDA it is captured after the warm-ups)."""
     torch.manual_seed(0)
     lrn = Learner(Config.of(**{"amp": False, **kw}).learner, 4, 6, torch.device(device))
-    lrn.graph_scope, lrn.compile_after = "update", 0
+    lrn.graph.scope, lrn.compile_after = "update", 0
     return lrn
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from models import BatchNormDQN, NatureDQN, build_model
+from models import BatchNormDQN, NatureDQN, NetworkSpec, build_model
 from models.weights import flat_size, read_flat, write_flat
 
 
@@ -14,7 +14,7 @@ def _obs(b=8, seed=0):
 @pytest.mark.parametrize("arch", ["batchnorm", "nature", "impala", "impala-s"])
 @pytest.mark.parametrize("dueling", [False, True])
 def test_q_values_shape(arch, dueling):
-    model = build_model(arch, 4, 6, dueling)
+    model = build_model(NetworkSpec(arch, 4, 6, dueling))
     assert model(_obs()).shape == (8, 6)
 
 
@@ -77,7 +77,7 @@ def test_bf16_acting_matches_fp32_acting(arch, quantiles, dueling, iqn_taus):
     from models.acting import Bf16ActingNet
 
     torch.manual_seed(0)
-    m = _trained_stats(build_model(arch, 4, 6, dueling, quantiles, iqn_taus))
+    m = _trained_stats(build_model(NetworkSpec(arch, 4, 6, dueling, quantiles, iqn_taus)))
     net = Bf16ActingNet(m)  # IQN: its fixed acting fractions' embedding computed once per refresh
     assert not any(isinstance(x, torch.nn.BatchNorm2d) for x in net.modules())  # every one folded
     assert net.features[0].weight.dtype == torch.bfloat16
@@ -142,7 +142,7 @@ def test_rollout_acting_in_bf16_plays_the_bf16_greedy_actions():
     from tests.noise_envs import NoiseEnvs
 
     torch.manual_seed(0)
-    model = _trained_stats(build_model("batchnorm", 4, 6, quantiles=51))
+    model = _trained_stats(build_model(NetworkSpec("batchnorm", 4, 6, quantiles=51)))
     rollout = Rollout(NoiseEnvs(), model, 4, False, seed=0, act_bf16=True)
 
     def greedy_now(net):
@@ -154,7 +154,7 @@ def test_rollout_acting_in_bf16_plays_the_bf16_greedy_actions():
         expected = greedy_now(Bf16ActingNet(model))
         _, fields, _, _ = rollout.step(0.0)
         assert np.array_equal(fields["action"], expected)
-    stale, other = Bf16ActingNet(model), _trained_stats(build_model("batchnorm", 4, 6, quantiles=51))
+    stale, other = Bf16ActingNet(model), _trained_stats(build_model(NetworkSpec("batchnorm", 4, 6, quantiles=51)))
     buf = torch.empty(flat_size(other))
     write_flat(other, buf)
     read_flat(model, buf)
@@ -195,10 +195,30 @@ def test_impala_networks_cost_what_their_docs_say_and_start_as_shallow_stacks():
 
     def flops(arch):
         with FlopCounterMode(display=False) as fc:
-            build_model(arch, 4, 6).atoms(_obs(4))
+            build_model(NetworkSpec(arch, 4, 6)).atoms(_obs(4))
         return fc.get_total_flops()
     base = flops("batchnorm")
     assert 5.5 < flops("impala") / base < 6.1 and 1.4 < flops("impala-s") / base < 1.7
     block = _Residual(16).eval()
     x = torch.randn(2, 16, 21, 21)
     assert torch.equal(block(x), x)
+
+
+def test_a_network_spec_is_one_from_the_config_and_from_the_checkpoint_it_writes():
+    """The learner builds its network from the config's spec, a checkpoint keeps that spec in its
+    meta, and --eval builds the network back from it; a checkpoint from before QR-DQN and IQN
+    (no such keys) is a one-value head."""
+    from config_optimized import Config
+    from pipeline.learner import Learner
+    from pipeline.records.checkpoint import training_state
+
+    cfg = Config.of(quantiles=51, dueling=True, model_arch="nature", amp=False)
+    learner = Learner(cfg.learner, cfg.env_options.frame_stack, 5, torch.device("cpu"))
+    assert learner.network == NetworkSpec("nature", 4, 5, dueling=True, quantiles=51)
+    meta = training_state(cfg, 5, {}, {}, {})["meta"]
+    assert NetworkSpec.from_meta(meta) == learner.network
+    assert build_model(NetworkSpec.from_meta(meta)).head.n_atoms == 51
+    old = {k: v for k, v in meta.items() if k not in ("quantiles", "iqn_taus")}
+    assert NetworkSpec.from_meta(old) == NetworkSpec("nature", 4, 5, dueling=True)
+    with pytest.raises(ValueError, match="'resnet' is not a model"):
+        build_model(NetworkSpec("resnet", 4, 5))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from models import build_model
+from models import NetworkSpec, build_model
 from pipeline.replay import Replay, snapshot
 from pipeline.rollout import Rollout
 from wrappers import BatchedEnv, EnvOptions
@@ -21,7 +21,7 @@ def catch_replay(prioritized=False, steps=300, capacity=4000):
     """A replay filled by the real Rollout playing the catch game (random actions)."""
     torch.manual_seed(0)
     env = BatchedEnv(CATCH, EnvOptions(), M)
-    model = build_model("batchnorm", 4, env.n_actions).eval()
+    model = build_model(NetworkSpec("batchnorm", 4, env.n_actions)).eval()
     rollout = Rollout(env, model, 4, True, seed=3)
     replay = Replay.of(capacity, 1, M, prioritized=prioritized, seed=7)
     for _ in range(steps):

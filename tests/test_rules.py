@@ -10,9 +10,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from config_optimized import Config, ConfigError
-from models import build_model
+from models import NetworkSpec, build_model
 from pipeline.learner import Learner
-from pipeline.rules import Rule, loss, pick, quantile_huber, targets
+from pipeline.rules import Rule, loss, pick, quantile_huber, targets, td_targets
 from pipeline.settings.check import validate
 from pipeline.settings.hardware import Hardware
 
@@ -105,7 +105,7 @@ def test_the_learners_iqn_targets_are_the_rule_on_its_networks(arch):
     lrn = _learner(model_arch=arch, iqn_taus=4)
     b = lrn.to_device(_batch(8))
     torch.manual_seed(5)
-    got = lrn.td_targets(b)
+    got = td_targets(lrn.rule, lrn, b)
     torch.manual_seed(5)
     with torch.no_grad():
         taus = torch.rand(8, 4)
@@ -122,7 +122,7 @@ def test_the_learners_iqn_targets_are_the_rule_on_its_networks(arch):
 def test_the_learners_munchausen_targets_are_the_rule_on_its_target_network(arch, quantiles):
     lrn = _learner(model_arch=arch, quantiles=quantiles, munchausen=True, bn_targets="batch")
     b = lrn.to_device(_batch(8))
-    got = lrn.td_targets(b)
+    got = td_targets(lrn.rule, lrn, b)
     with torch.no_grad():
         z_s, z_next = lrn.target.atoms(b["obs"]), lrn.target.atoms(b["next_obs"])
     tau, k = 0.03, max(1, quantiles)
@@ -212,14 +212,14 @@ def test_the_rule_names_and_settings_are_refused_with_the_fix():
 
 def test_an_iqn_network_acts_on_its_fixed_fractions_and_refuses_two_heads():
     torch.manual_seed(0)
-    m = build_model("batchnorm", 4, 6, iqn_taus=8).eval()
+    m = build_model(NetworkSpec("batchnorm", 4, 6, iqn_taus=8)).eval()
     x = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
     with torch.no_grad():
         midpoints = ((torch.arange(8) + 0.5) / 8).expand(5, 8)
         assert torch.equal(m(x), m.atoms(x, midpoints).mean(2))
         assert m.atoms(x, torch.rand(5, 3)).shape == (5, 6, 3)
     with pytest.raises(ValueError, match="give one of them"):
-        build_model("batchnorm", 4, 6, quantiles=5, iqn_taus=8)
+        build_model(NetworkSpec("batchnorm", 4, 6, quantiles=5, iqn_taus=8))
 
 
 def test_the_loss_weighs_each_sample_by_its_importance_weight():
@@ -238,7 +238,7 @@ def test_the_whole_update_step_trains_the_new_rules_as_the_eager_update(kw):
     # The step a CUDA graph captures (run eagerly on a CPU) draws IQN's fractions on the device
     # as the eager update does: from the same seed, the same weights after every update.
     eager, graphed = _learner(lr=1e-3, target_update_interval=2, **kw), _learner(lr=1e-3, target_update_interval=2, **kw)
-    graphed.graph_scope, graphed.compile_after = "update", 0
+    graphed.graph.scope, graphed.compile_after = "update", 0
     for group in eager.optimizer.param_groups:  # the graph's float32 lr tensor
         group["lr"] = torch.tensor(1e-3)
     for i in range(4):
@@ -249,7 +249,7 @@ def test_the_whole_update_step_trains_the_new_rules_as_the_eager_update(kw):
         graphed.update([graphed.to_device(b)])
         for x, y in zip(eager.model.state_dict().values(), graphed.model.state_dict().values()):
             assert torch.equal(x, y), i
-    assert graphed._static is not None and graphed.graph_error is None
+    assert graphed.graph.active and graphed.graph_error is None
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (bench/gpu/check.sh runs it)")
@@ -258,11 +258,11 @@ def test_the_new_rules_capture_as_one_cuda_graph(kw):
     # IQN draws its fractions on the device inside the captured update (CUDA graphs replay the
     # generator's offsets), Munchausen adds a target forward on s: both are captured after the
     # warm-ups and replay with finite figures and moving weights.
-    from pipeline.learner import GRAPH_WARMUP_UPDATES
+    from pipeline.engine import GRAPH_WARMUP_UPDATES
 
     torch.manual_seed(0)
     lrn = Learner(Config.of(amp=True, **kw).learner, 4, 6, torch.device("cuda"))
-    lrn.graph_scope, lrn.compile_after = "update", 0
+    lrn.graph.scope, lrn.compile_after = "update", 0
     before = [p.detach().clone() for p in lrn.model.parameters()]
     for i in range(GRAPH_WARMUP_UPDATES + 4):
         out = lrn.update([lrn.to_device(_batch(32, seed=i, actions=6))])

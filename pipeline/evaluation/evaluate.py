@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models import build_model
+from models import NetworkSpec, build_model
 
 from ..records import checkpoint as ckpt
 from ..records.episodes import SCORE_WINDOW
@@ -339,8 +339,7 @@ def load_policy(checkpoint: str | Path) -> Policy:
     # played as the run trained: what a record from before a setting existed leaves out is filled in
     cfg = trained_config(state, path.parent)
     meta = state["meta"]
-    model = build_model(meta["model_arch"], meta["frame_stack"], meta["n_actions"], meta["dueling"],
-                        meta.get("quantiles", 0), meta.get("iqn_taus", 0))  # checkpoints from before either have none
+    model = build_model(NetworkSpec.from_meta(meta))
     model.load_state_dict(ckpt.policy_weights(state["learner"]))
     model.eval()
     return Policy(path, cfg, meta, model, digest, state)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import torch
 
+from models import NetworkSpec
+
 from ..file_keys import current_keys
 from .files import CHECKPOINT_NAME, TMP_SUFFIX, WEIGHTS_BEST_FIRST
 
@@ -17,8 +19,9 @@ class CheckpointError(RuntimeError):
     pass
 
 
-# The settings that decide what network the weights fit: kept in every checkpoint's meta, checked
-# by a resume against the run's own, and what --eval builds the network from.
+# The settings that decide what network the weights fit: kept in every checkpoint's meta (with the
+# frame stack and the actions: NetworkSpec.meta, which --eval builds the network from), checked by
+# a resume against the run's own.
 NETWORK_KEYS = ("model_arch", "dueling", "quantiles", "iqn_taus")
 
 
@@ -29,8 +32,8 @@ def training_state(cfg, n_actions: int, learner: dict, counters: dict, sampler_r
     random state (torch's CPU and CUDA generators, Python's, the replay sampler's and its
     --augment-shift's), so a resumed run draws what it would have."""
     state = {
-        "meta": {"env": cfg.env, "n_actions": n_actions, "frame_stack": cfg.env_options.frame_stack,
-                 **{k: cfg.get(k) for k in NETWORK_KEYS}, "version": 1},
+        "meta": {"env": cfg.env, **NetworkSpec.of(cfg.learner, cfg.env_options.frame_stack, n_actions).meta,
+                 "version": 1},
         "config": cfg.flat(),
         "learner": learner,
         "counters": counters,
