@@ -11,6 +11,24 @@ threads' locks, its signal handlers); the server is forked from nothing but impo
 from __future__ import annotations
 
 import multiprocessing as mp
+import tempfile
+
+# The fork server listens on a Unix socket at TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX; a socket's
+# path holds at most 107 bytes (sun_path), so a longer temp folder fails at bind ("AF_UNIX path
+# too long", Python 3.13 has no fallback).
+SOCKET_PATH_MAX = 107
+SOCKET_TAIL = len("/pymp-XXXXXXXX/listener-XXXXXXXX")
+
+
+def start_method_here(method: str) -> tuple[str, str | None]:
+    """(the start method the children can use here, a note where it is not ``method``): the fork
+    server needs a temp folder short enough for its socket's path, else children are spawned."""
+    folder = tempfile.gettempdir()
+    if method == "forkserver" and len(folder.encode()) + SOCKET_TAIL > SOCKET_PATH_MAX:
+        return "spawn", (f"the temp folder {folder} is too long for the fork server's socket ({SOCKET_PATH_MAX} bytes "
+                         "with its name), so the children are spawned, each importing torch itself; a shorter TMPDIR "
+                         "(e.g. TMPDIR=/tmp) starts them faster")
+    return method, None
 
 
 def child_context(method: str):

@@ -25,7 +25,7 @@ from .distributed.no_ray import NoRayCollectors
 from .evaluation.periodic_eval import PeriodicEval, run_eval_plan
 from .learner import Learner, flush_denormals, lr_schedule
 from .prefetch import Prefetcher
-from .process_start import child_context
+from .process_start import child_context, start_method_here
 from .ratio import ReplayRatio, shares
 from .records.books import RunBooks
 from .records.counters import RunCounters
@@ -161,6 +161,10 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
     if stale:
         log(f"[MAIN] Removed {len(stale)} shared-memory segments left by a dead run: {', '.join(stale[:4])}")
     # first: the fork server imports torch and the envs for the children while the learner is built
+    method, why = start_method_here(col.start_method)
+    if why:  # the collectors, the evaluator and the first line then say and do what the children do
+        log(f"[MAIN] Note: {why}")
+        col.start_method = method
     children = child_context(col.start_method)
     device = torch.device(resolve_device(cfg.device, hw))
     if not flush_denormals() and device.type == "cpu":
