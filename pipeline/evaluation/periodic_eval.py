@@ -107,7 +107,12 @@ def finished_play(plays: list[dict]) -> bool:
     reached the flag in at least ``FINISHED_SHARE`` of its games."""
     judged = next((p for p in plays if p.get("epsilon") == 0), plays[0] if plays else {})
     flags = judged.get("flags") or []
-    return bool(flags) and sum(flags) >= FINISHED_SHARE * len(flags) - 1e-9
+    return finished_flags(sum(flags), len(flags))
+
+
+def finished_flags(flags: int, games: int) -> bool:
+    """``flags`` of ``games`` greedy games at the flag make a finished agent (``FINISHED_SHARE``)."""
+    return games > 0 and flags >= FINISHED_SHARE * games - 1e-9
 
 
 def kept_finished(best_eval: Path) -> bool:
@@ -122,8 +127,8 @@ def kept_finished(best_eval: Path) -> bool:
         plays = (ckpt.load(best_eval).get("best") or {}).get("plays") or []
     except ckpt.CheckpointError:
         return False  # the resume check has refused a damaged file already; nothing is finished here
-    return finished_play([{"epsilon": p["epsilon"], "flags": [True] * p["flags"] + [False] * (p["games"] - p["flags"])}
-                          for p in plays])
+    judged = next((p for p in plays if p["epsilon"] == 0), plays[0] if plays else None)
+    return judged is not None and finished_flags(judged["flags"], judged["games"])
 
 
 PHASES = ("screen", "confirm")  # what an evaluation plays: a screening, or the confirmation of one that beat the best
