@@ -39,11 +39,11 @@ def bench_run(quick: bool) -> dict:
     return {**BENCH_RUN, "learning_starts": QUICK_LEARNING_STARTS} if quick else dict(BENCH_RUN)
 
 
-def compile_at_once(learner) -> None:
+def compile_at_once(engine) -> None:
     """A "compile" row's learner compiles at its first update, not at update 2,000 (past most
     rows' end), and the row measures once that update is behind it."""
-    if learner.cfg.compile:
-        learner.compile_after = 0
+    if engine.learner.cfg.compile:
+        engine.compile_after = 0
 
 
 def _pipeline_row(spec: dict, seconds: float, window_s: float, quick: bool) -> dict:
@@ -74,7 +74,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float, quick: bool) -> d
         validate(cfg, hw)
         log = open_run(cfg)
         trainer = Trainer(cfg, hw, log)
-        compile_at_once(trainer.learner)
+        compile_at_once(trainer.parts.engine)
 
         samples = []
 
@@ -89,7 +89,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float, quick: bool) -> d
             head_start = trainer.parts.ratio.start + trainer.parts.ratio.slack
             give_up = time.perf_counter() + 600  # a row that never reaches its window fails, not hangs
             while trainer.stop_reason is None and (trainer.agent_steps() <= head_start
-                                                   or not trainer.learner.compile_done):
+                                                   or not trainer.parts.engine.compile_done):
                 if time.perf_counter() > give_up:
                     return  # no samples: the row reports that it ended before a measuring window
                 time.sleep(0.05)
@@ -113,7 +113,7 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float, quick: bool) -> d
             "collector_wait": med(lambda w: w["collector_share"]["ring_wait"]),
             "collector_throttled": med(lambda w: w["collector_share"]["throttle"]),
             "drops": samples[-1][5] - samples[0][5], "bytes_per_transition": bpt, "peak_rss_mb": rss.mb(),
-            "windows": len(win), "compiled": trainer.learner.compiled,
+            "windows": len(win), "compiled": trainer.parts.engine.compiled,
             "samples_per_agent_step": per_agent_step(moved), "agent_steps_measured": sum(m[0] for m in moved),
             "profile": name, "settings": {k: cfg.get(k) for k in (
                 "model_arch", "amp", "compile", "batch_size", "grad_accum_steps", "num_collectors",

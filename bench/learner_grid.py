@@ -24,20 +24,23 @@ def random_batch(lrn, bs: int) -> dict:
 
 
 def timed_learner(cfg, device) -> tuple:
-    """(learner, batch) as a row times them: with --compile the loss is compiled and its first,
+    """(engine, batch) as a row times them: the engine runs the learner's update as a run does;
+    with --compile the loss is compiled and its first,
     compiling update has run, so the row measures the compiled update and not eager code or the
     compile stall (a run compiles only at update 2,000). A compile that fails is an error here, not
     a row labeled compiled that measured eager code."""
+    from pipeline.engine import Engine
     from pipeline.learner import Learner
 
     lrn = Learner(cfg.learner, 4, 6, device)
+    engine = Engine(lrn)
     b = random_batch(lrn, cfg.learner.batch_size)
     if cfg.learner.compile:
-        lrn.compile_loss()
-        lrn.update([b] * cfg.learner.grad_accum_steps)
-        if not lrn.compiled:
-            raise RuntimeError(f"torch.compile failed ({lrn.compile_error}); the compiled row cannot be measured")
-    return lrn, b
+        engine.compile_loss()
+        engine.update([b] * cfg.learner.grad_accum_steps)
+        if not engine.compiled:
+            raise RuntimeError(f"torch.compile failed ({engine.compile_error}); the compiled row cannot be measured")
+    return engine, b
 
 
 def learner_updates_per_s(cfg, n_windows: int, window_s: float = 1.0) -> float:

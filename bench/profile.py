@@ -27,6 +27,7 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
 
     from pipeline.settings.layers import resolve_config
     from pipeline.settings.hardware import learner_threads
+    from pipeline.engine import Engine
     from pipeline.learner import Learner
     from pipeline.replay import Replay
 
@@ -37,8 +38,9 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if hw.cuda else [])
     torch.set_num_threads(learner_threads(cfg.learner.learner_threads, cfg.collectors.num_collectors, hw))
     learner = Learner(cfg.learner, cfg.env_options.frame_stack, 6, device)
+    engine = Engine(learner)
     if cfg.learner.compile:
-        learner.compile_loss()  # the first warm-up step below compiles: the profile sees the compiled update
+        engine.compile_loss()  # the first warm-up step below compiles: the profile sees the compiled update
     M = cfg.collectors.envs_per_collector
     replay = Replay.of(20_000, 1, M, frame_stack=cfg.env_options.frame_stack, n_step=cfg.replay.n_step,
                        gamma=cfg.replay.gamma, seed=0)
@@ -49,11 +51,11 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
             batches = [learner.batch_from(replay, cfg.learner.batch_size)
                        for _ in range(cfg.learner.grad_accum_steps)]
         with record_function("learner.update"):
-            learner.update(batches)
+            engine.update(batches)
     for _ in range(3):
         learner_step()  # warm-up (and compilation, if on)
-    if cfg.learner.compile and not learner.compiled:
-        raise RuntimeError(f"torch.compile failed ({learner.compile_error}); profile with --compile false")
+    if cfg.learner.compile and not engine.compiled:
+        raise RuntimeError(f"torch.compile failed ({engine.compile_error}); profile with --compile false")
     with profile(activities=activities) as prof:
         for _ in range(steps):
             learner_step()

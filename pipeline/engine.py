@@ -1,14 +1,24 @@
 """The engine that runs the learner's update step (``pipeline/learner.py``, ``update_step``) on
-its device: which part of an update replays as a CUDA graph, and the whole-update graph itself
-(its inputs, the capture, the replays, the figures on their way to the host). The step's
-arithmetic is not here: the graph captures the very function an eager update calls."""
+its device (``Engine``): eagerly, with the loss compiled by torch.compile, and on CUDA which part
+of an update replays as a CUDA graph, and the whole-update graph itself (``UpdateGraph``: its
+inputs, the capture, the replays, the figures on their way to the host). The step's arithmetic
+is not here: the compile and the graph take the very functions an eager update calls."""
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import torch
 
 from config_optimized import LearnerConfig
+
+from .learner import Learner, TrainingDiverged, update_step
+
+# --compile waits this many updates before compiling: the compile costs ~25 s of a 2-core CPU
+# (the update that triggers it waits), which ~10k updates at the measured 1.15x repay, so a run
+# that stops sooner (a test, a quick benchmark, a short trial) gains nothing from it.
+COMPILE_AFTER_UPDATES = 2_000
+AUTO = "auto"  # Engine's scope: graph_scope's answer for the learner's device and settings
 
 # Updates run eagerly on a side stream before the whole-update graph is captured, as CUDA's
 # capture asks (cuBLAS's workspaces, the compiled loss's backward and Adam's state exist by then).
@@ -192,3 +202,138 @@ class UpdateGraph:
         self.graph, self.outputs = graph, outputs
         graph.replay()
         return outputs
+
+
+class Engine:
+    """Runs a learner's update (``Learner.update``, its step ``update_step``) as the settings and
+    the device allow: eagerly; from COMPILE_AFTER_UPDATES updates on (--compile) with the loss and
+    its backward compiled by torch.compile; on CUDA with --cuda-graphs the whole step captured and
+    replayed as one graph (``UpdateGraph``), or, under fp16, the compiled loss as torch.compile's
+    own graphs. The step is the learner's, written once; the engine only chooses how it runs, and
+    says so in the run's log (``say``): the compile, its time, a capture, a fallback.
+
+    A compile or a capture that fails at run time (a C++ compiler that is there but does not work,
+    an inductor bug, a capture CUDA refuses) leaves ``compile_error`` or ``graph_error``, and the
+    run trains eagerly from then on: nothing was stepped by the failed attempt."""
+
+    def __init__(self, learner: Learner, say: Callable[[str], None] | None = None, scope: str | None = AUTO,
+                 compile_after: int = COMPILE_AFTER_UPDATES):
+        """``scope``: what replays as a CUDA graph (``graph_scope``); tests and benchmarks name
+        "update" on a CPU to run the captured step eagerly. ``compile_after``: the update from
+        which the loss is compiled (a benchmark row: 0, before it measures)."""
+        self.learner = learner
+        self.say = say or (lambda line: None)
+        self.scope = graph_scope(learner.device, learner.cfg, learner.amp_dtype) if scope == AUTO else scope
+        self.graph = UpdateGraph(self.scope, learner.device)
+        learner.autocast_cache = self.scope != "update"  # a captured cache would be memory the graph does not own
+        self.compile_after = compile_after
+        self.loss = learner.loss  # what the step runs: the learner's loss, or the same compiled
+        self.compiled = False
+        self.compile_error: str | None = None  # why compiling failed at run time (the run trains eagerly)
+        self._compile_proven = False  # a compiled update has run: compiling can no longer fail
+
+    @property
+    def graph_error(self) -> str | None:
+        """Why capturing the update as a CUDA graph failed (the run then trains eagerly)."""
+        return self.graph.error
+
+    def compile_due(self) -> bool:
+        """--compile, and the run has trained ``compile_after`` updates (a resumed one counts its
+        earlier ones): the next update first compiles the loss (``compile_loss``)."""
+        return (self.learner.cfg.compile and not self.compiled and self.compile_error is None
+                and self.learner.updates >= self.compile_after)
+
+    @property
+    def compile_ahead(self) -> int | None:
+        """The update at which the loss will be compiled, where a compile is still ahead."""
+        if self.learner.cfg.compile and not self.compiled and self.compile_error is None:
+            return max(self.compile_after, self.learner.updates)
+        return None
+
+    @property
+    def compile_done(self) -> bool:
+        """No compile stall is ahead: --compile is off, or the compiled loss has run an update,
+        or compiling failed and the learner trains eagerly."""
+        return not self.learner.cfg.compile or self._compile_proven or self.compile_error is not None
+
+    def compile_loss(self) -> None:
+        """From the next update on, the targets, Q(s) and the loss run as one torch.compile graph,
+        and AOTAutograd compiles its backward, so BatchNorm, ReLU, the uint8 scaling, the casts
+        and the quantile loss fuse around the convolutions both ways (the update ran 1.11x alone
+        and 1.15x inside the Pong pipeline on a 2-core AMD EPYC Zen 5 in bf16). The compile
+        itself happens in the next update, which waits for it."""
+        compiled = torch.compile(self.learner.loss, dynamic=False, mode=compile_mode(self.scope))
+        self.loss = compiled
+        if self.scope == "loss":
+            # Under the compiled loss's CUDA graphs a replay writes its outputs where the last
+            # replay wrote them: each update starts a new step, and its outputs are read (the
+            # sync, td_abs) before the next one (graphs are off with accumulation: graph_scope).
+            # Marking the step imports inductor's CUDA-graph trees, ~600 modules and 2 s, so only
+            # a graphed run does it.
+            def graphed_loss(b: dict):
+                torch.compiler.cudagraph_mark_step_begin()
+                return compiled(b)
+            self.loss = graphed_loss
+        self.compiled = True
+
+    def update(self, micro_batches: list[dict]) -> dict:
+        """One optimizer step over ``grad_accum_steps`` micro-batches (already on device), reported
+        as ``Learner.update`` reports it. Compiles the loss first where that is due (the update
+        waits for it); in graph mode (scope "update", as far into the run as a compile would
+        wait, after any compile) launches the step as one CUDA graph."""
+        lrn = self.learner
+        compiling = self.compile_due()
+        if compiling:
+            self.compile_loss()
+            graphs = ", replayed as CUDA graphs" if self.scope == "loss" else ""
+            self.say(f"[MAIN] Compiling the learner's loss and its backward (torch.compile{graphs}) at "
+                     f"{lrn.updates:,} updates; the collectors wait for it")
+        t0 = time.perf_counter()
+        if self.graph.active or self.graph.due(self.compile_done and lrn.updates >= self.compile_after):
+            out = self._graphed_update(micro_batches[0])
+            if out is not None:
+                return out
+            self.say(f"[MAIN] Warning: capturing the update as a CUDA graph failed ({self.graph.error}); "
+                     "training goes on without it (--cuda-graphs false skips the attempt)")
+        out = self._eager_update(micro_batches)
+        if compiling and self.compile_error:
+            self.say(f"[MAIN] Warning: torch.compile failed ({self.compile_error}); training goes on without it "
+                     "(--compile false skips the attempt)")
+        elif compiling:
+            self.say(f"[MAIN] Compiled in {time.perf_counter() - t0:.1f} s")
+        return out
+
+    def _eager_update(self, micro_batches: list[dict]) -> dict:
+        """The learner's update with the engine's loss; the first compiled one compiles (the
+        forward here, the backward lazily in it), and should that fail, trains eagerly."""
+        lrn = self.learner
+        if not self.compiled or self._compile_proven:
+            return lrn.update(micro_batches, self.loss)
+        try:
+            out = lrn.update(micro_batches, self.loss)
+        except TrainingDiverged:
+            raise
+        except Exception as e:  # torch._dynamo's BackendCompilerFailed and whatever inductor raises
+            self.compile_error = first_line(e)
+            self.loss, self.compiled = lrn.loss, False
+            lrn.optimizer.zero_grad(set_to_none=True)
+            return lrn.update(micro_batches)
+        self._compile_proven = True
+        return out
+
+    def _graphed_update(self, b: dict) -> dict | None:
+        """One update launched as a graph (``UpdateGraph.launch``): nothing waits for the GPU, and
+        the figures reported are the previous update's. None where the capture failed: the
+        caller then trains eagerly (and so does the rest of the run)."""
+        lrn = self.learner
+        lrn.model.train()
+        captured = self.graph.captured
+        td_abs = self.graph.launch(b, lrn.optimizer,
+                                   lambda inputs: update_step(lrn, [inputs], self.loss, skip_on_device=True))
+        if td_abs is None:
+            return None
+        if self.graph.captured and not captured:
+            self.say(f"[MAIN] Each update now replays as one CUDA graph (the loss, its backward, the clip and Adam) "
+                     f"from update {lrn.updates + 1:,}")
+        lrn.count_step()
+        return lrn.launched(self.graph.figures(), td_abs)

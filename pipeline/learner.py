@@ -1,9 +1,9 @@
 """The DQN learner: the networks the learning rule reads (``pipeline/rules.py``: which network
 reads what, the n-step targets and the loss), one update step written once (``update_step``),
-mixed precision, torch.compile, gradient accumulation, the optimizer and target-network syncs. The whole-update
-CUDA graph that captures that step is the engine's (``pipeline/engine.py``). One code path for
-CPU and CUDA: only the autocast dtype, the GradScaler's ``enabled`` flag and the memory format
-differ."""
+mixed precision, gradient accumulation, the optimizer and target-network syncs. How that step
+runs (eagerly, with its loss compiled by torch.compile, or captured as one CUDA graph) is the
+engine's (``pipeline/engine.py``): nothing here knows. One code path for CPU and CUDA: only the
+autocast dtype, the GradScaler's ``enabled`` flag and the memory format differ."""
 from __future__ import annotations
 
 import copy
@@ -17,17 +17,11 @@ from config_optimized import LearnerConfig
 from models import NetworkSpec, build_model
 
 from . import rules
-from .engine import UpdateGraph, compile_mode, first_line, graph_scope
 
 
 class TrainingDiverged(RuntimeError):
     pass
 
-
-# --compile waits this many updates before compiling: the compile costs ~25 s of a 2-core CPU
-# (the update that triggers it waits), which ~10k updates at the measured 1.15x repay, so a run
-# that stops sooner (a test, a quick benchmark, a short trial) gains nothing from it.
-COMPILE_AFTER_UPDATES = 2_000
 
 
 def amp_dtype_for(device: torch.device, amp: bool, requested: str = "auto",
@@ -115,8 +109,10 @@ class Learner:
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, eps=cfg.adam_eps,
                                           fused=self.fused or None)
         self.amp_dtype = amp_dtype_for(device, cfg.amp, cfg.amp_dtype)
-        # the engine that may capture the update step as one CUDA graph (graph_scope "update")
-        self.graph = UpdateGraph(graph_scope(device, cfg, self.amp_dtype), device)
+        # Autocast's cache of cast weights; an engine that captures the step as one CUDA graph
+        # turns it off (the graph would capture the cache as memory it does not own). Either way
+        # the same casts are computed.
+        self.autocast_cache = True
         # GradScaler only for fp16; bf16 has fp32's exponent range and needs no loss scaling.
         self.scaler = torch.amp.GradScaler(device.type if device.type == "cuda" else "cpu",
                                            enabled=self.amp_dtype == torch.float16)
@@ -141,60 +137,13 @@ class Learner:
             self._lerped = tuple([*(p.data for p in n.parameters()), *(b for b in n.buffers() if b.is_floating_point())]
                                  for n in nets)
             self._copied = tuple([b for b in n.buffers() if not b.is_floating_point()] for n in nets)
-        self.compiled = False  # see compile_due
-        self.compile_after = COMPILE_AFTER_UPDATES  # a benchmark row compiles at once (0), before it measures
-        self.compile_error: str | None = None  # why compiling failed at run time (the run trains eagerly)
-        self._eager_loss = self.loss
-        self._compile_proven = False  # a compiled update has run: compiling can no longer fail
         self.updates = 0
         self.bad_steps = 0
 
-    def compile_due(self) -> bool:
-        """--compile, and the run has trained COMPILE_AFTER_UPDATES updates (a resumed one counts
-        its earlier ones): the next update should first compile the loss (compile_loss)."""
-        return (self.cfg.compile and not self.compiled and self.compile_error is None
-                and self.updates >= self.compile_after)
-
-    @property
-    def graph_scope(self) -> str | None:
-        """What replays as a CUDA graph (``engine.graph_scope``): "update", "loss" or None."""
-        return self.graph.scope
-
-    @property
-    def cuda_graphs(self) -> bool:
-        """The compiled loss and its backward replay as CUDA graphs (graph_scope "loss")."""
-        return self.compiled and self.graph_scope == "loss"
-
-    @property
-    def graphed(self) -> bool:
-        """Every update now replays as one captured CUDA graph (graph_scope "update")."""
-        return self.graph.captured
-
-    @property
-    def graph_error(self) -> str | None:
-        """Why capturing the update as a CUDA graph failed (the run then trains eagerly)."""
-        return self.graph.error
-
-    @property
-    def compile_done(self) -> bool:
-        """No compile stall is ahead: --compile is off, or the compiled loss has run an update,
-        or compiling failed and the learner trains eagerly."""
-        return not self.cfg.compile or self._compile_proven or self.compile_error is not None
-
-    def compile_loss(self) -> None:
-        """From the next update on, the targets, Q(s) and the loss run as one torch.compile graph,
-        and AOTAutograd compiles its backward, so BatchNorm, ReLU, the uint8 scaling, the casts
-        and the quantile loss fuse around the convolutions both ways (the update ran 1.11x alone
-        and 1.15x inside the Pong pipeline on a 2-core AMD EPYC Zen 5 in bf16). The compile
-        itself happens in the next update, which waits for it."""
-        self.loss = torch.compile(self.loss, dynamic=False, mode=compile_mode(self.graph_scope))
-        self.compiled = True
-
     def precision(self):
-        """The forwards' precision: autocast to amp_dtype, or fp32 where mixed precision is off.
-        Autocast's cache of cast weights would be captured as memory the graph does not own."""
+        """The forwards' precision: autocast to amp_dtype, or fp32 where mixed precision is off."""
         return torch.autocast(self.device.type, dtype=self.amp_dtype or torch.float32, enabled=self.amp_dtype is not None,
-                              cache_enabled=self.graph_scope != "update")
+                              cache_enabled=self.autocast_cache)
 
     @property
     def host_channels_last(self) -> bool:
@@ -237,43 +186,17 @@ class Learner:
 
     def loss(self, b: dict):
         """The rule's loss of the batch, its TD errors and Q-values (``rules.batch_loss``): what
-        compile_loss compiles."""
+        the engine compiles (``Engine.compile_loss``)."""
         return rules.batch_loss(self.rule, self, b)
 
-    def update(self, micro_batches: list[dict]) -> dict:
-        """One optimizer step over ``grad_accum_steps`` micro-batches (already on device).
-
-        In graph mode (graph scope "update", from COMPILE_AFTER_UPDATES on, after any compile)
-        the engine launches the step as one CUDA graph. Otherwise it runs eagerly; the first
-        update after compile_loss compiles (the forward here, the backward lazily in it). Should
-        that fail (a C++ compiler that is there but does not work, an inductor bug), the update
-        runs eagerly and so does the rest of the run; ``compile_error`` says why, for the
-        trainer to warn once. Nothing was stepped: a failed compile raises before the optimizer
-        step."""
-        if self.graph.active or self.graph.due(self.compile_done and self.updates >= self.compile_after):
-            out = self._graphed_update(micro_batches[0])
-            if out is not None:
-                return out
-        if not self.compiled or self._compile_proven:
-            return self._update(micro_batches)
-        try:
-            out = self._update(micro_batches)
-        except TrainingDiverged:
-            raise
-        except Exception as e:  # torch._dynamo's BackendCompilerFailed and whatever inductor raises
-            self.compile_error = first_line(e)
-            self.loss, self.compiled = self._eager_loss, False
-            self.optimizer.zero_grad(set_to_none=True)
-            return self._update(micro_batches)
-        self._compile_proven = True
-        return out
-
-    def _update(self, micro_batches: list[dict]) -> dict:
-        """The eager update: the step, its figures read in one host sync, then the optimizer
-        step, or none where the loss or the gradient is not finite."""
+    def update(self, micro_batches: list[dict], loss_fn=None) -> dict:
+        """One optimizer step over ``grad_accum_steps`` micro-batches (already on device), run
+        eagerly: the step, its figures read in one host sync, then the optimizer step, or none
+        where the loss or the gradient is not finite. ``loss_fn``: the loss to run (the engine's
+        compiled one), else ``loss``."""
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        figures, td_abs = update_step(self, micro_batches)
+        figures, td_abs = update_step(self, micro_batches, loss_fn)
         with record_function("learner.sync"):
             loss, td_mean, q_mean, grad_norm, _ = figures.tolist()
         # fp16: the scaler skips a step with non-finite gradients itself and lowers its scale.
@@ -290,28 +213,27 @@ class Learner:
         with record_function("learner.step"):
             self.scaler.step(self.optimizer)
             self.scaler.update()
-        self._count_step()
-        return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": td_abs,
-                "skipped": False}
+        self.count_step()
+        return self.figures(loss, td_mean, q_mean, grad_norm, td_abs)
 
-    def _graphed_update(self, b: dict) -> dict | None:
-        """One update launched by the engine (``UpdateGraph.launch``): nothing waits for the GPU,
-        and the figures returned are the previous update's; a step fused Adam skipped (a
-        non-finite loss or gradient) is reported one update late. None where the capture failed:
-        the caller then trains eagerly (and so does the rest of the run)."""
-        self.model.train()
-        td_abs = self.graph.launch(b, self.optimizer, lambda inputs: update_step(self, [inputs], skip_on_device=True))
-        if td_abs is None:
-            return None
-        self._count_step()
-        loss, td_mean, q_mean, grad_norm, bad = self.graph.figures()
+    def launched(self, figures: list[float], td_abs: list) -> dict:
+        """The report of an update step the engine launched without waiting for it (a CUDA
+        graph's replay, which steps fused Adam itself and is counted at launch): ``figures`` are
+        the previous launch's [loss, |TD| mean, Q mean, gradient norm, 1 if skipped], so a
+        skipped step is reported one update late."""
+        loss, td_mean, q_mean, grad_norm, bad = figures
         if bad:
             return self._skipped("the loss or gradient", td_abs)
         self.bad_steps = 0
+        return self.figures(loss, td_mean, q_mean, grad_norm, td_abs)
+
+    @staticmethod
+    def figures(loss: float, td_mean: float, q_mean: float, grad_norm: float, td_abs: list) -> dict:
+        """An update's report: its figures and each batch's |TD| per sample (the priorities)."""
         return {"loss": loss, "td_error": td_mean, "q_mean": q_mean, "grad_norm": grad_norm, "td_abs": td_abs,
                 "skipped": False}
 
-    def _count_step(self) -> None:
+    def count_step(self) -> None:
         """An optimizer step was taken (or, graphed, launched): counted, the average moved, the
         target synced when due."""
         self.updates += 1
@@ -414,11 +336,13 @@ class Learner:
         self.updates = int(state["updates"])
 
 
-def update_step(learner: Learner, batches: list[dict], skip_on_device: bool = False) -> tuple[torch.Tensor, list]:
+def update_step(learner: Learner, batches: list[dict], loss_fn=None,
+                skip_on_device: bool = False) -> tuple[torch.Tensor, list]:
     """One update's arithmetic, written once, with no host sync: the loss of each batch (the
-    rule's, ``Learner.loss``) and its backward, summed over the micro-batches; the gradient
-    unscaled (fp16) and clipped to ``max_grad_norm`` (or only measured, at 0); the figures. The
-    eager update calls it, and the engine's whole-update CUDA graph captures it (``skip_on_device``).
+    rule's, ``Learner.loss``, or ``loss_fn``: the same compiled) and its backward, summed over the
+    micro-batches; the gradient unscaled (fp16) and clipped to ``max_grad_norm`` (or only measured,
+    at 0); the figures. The eager update calls it, and the engine's whole-update CUDA graph
+    captures it (``skip_on_device``).
 
     Returns the figures [loss, |TD| mean, Q mean, gradient norm, 1 where the loss or the norm is
     not finite] on the device and each batch's |TD| per sample. The gradient's norm joins the
@@ -429,16 +353,10 @@ def update_step(learner: Learner, batches: list[dict], skip_on_device: bool = Fa
     else the caller reads the figures and steps, or skips. The gradients are not zeroed: the
     caller does, or (captured) the backward writes them, as it allocated them in the capture."""
     opt, scaler = learner.optimizer, learner.scaler
+    loss_fn = loss_fn or learner.loss
     losses, tds, qs = [], [], []
     for b in batches:
-        # Under the compiled loss's CUDA graphs (graph_scope "loss") a replay writes its outputs
-        # where the last replay wrote them: each update starts a new step, and its outputs are
-        # read (the sync, td_abs) before the next one (graphs are off with accumulation:
-        # graph_scope). Marking the step imports inductor's CUDA-graph trees, ~600 modules and
-        # 2 s, so only a graphed run does it.
-        if learner.cuda_graphs:
-            torch.compiler.cudagraph_mark_step_begin()
-        loss, td, q = learner.loss(b)
+        loss, td, q = loss_fn(b)
         with record_function("learner.backward"):
             scaler.scale(loss / len(batches)).backward()
         losses.append(loss.detach())

@@ -121,46 +121,27 @@ class Trainer:
         if not self.learning:
             self.learning = True
             prefetcher.start()
-            learner = self.learner
-            ahead = learner.cfg.compile and not learner.compiled and learner.compile_error is None
+            at = self.parts.engine.compile_ahead
             self.log(f"[MAIN] Learning starts at {steps:,} agent steps" + (
-                f"; at update {max(learner.compile_after, learner.updates):,} the learner compiles its loss "
+                f"; at update {at:,} the learner compiles its loss "
                 "(torch.compile, --compile), and training pauses while it does (23 s on a quiet 2-core "
-                "AMD EPYC Zen 5)" if ahead else ""))
+                "AMD EPYC Zen 5)" if at is not None else ""))
         if prefetcher.ready.is_set():
             return True
         prefetcher.check()
         return False
 
     def update(self, window: EpochWindow, steps: int) -> None:
-        """One update of ``grad_accum_steps`` batches (compiling the loss first when it is due),
+        """One update of ``grad_accum_steps`` batches (the engine compiles the loss first when due),
         then what follows an update: priorities, weights to the collectors, a checkpoint."""
         p, cfg, learner = self.parts, self.cfg, self.learner
         t0 = time.perf_counter()
         batches = [p.prefetcher.get() for _ in range(cfg.learner.grad_accum_steps)]
         t1 = time.perf_counter()
-        compiling = learner.compile_due()
-        if compiling:
-            learner.compile_loss()
-            graphs = ", replayed as CUDA graphs" if learner.cuda_graphs else ""
-            self.log(f"[MAIN] Compiling the learner's loss and its backward (torch.compile{graphs}) at "
-                     f"{learner.updates:,} updates; the collectors wait for it")
         if cfg.learner.lr_decay_steps:
             learner.set_lr(lr_schedule(cfg.learner, steps))
-        graphed, graph_error = learner.graphed, learner.graph_error
-        out = learner.update(batches)
+        out = p.engine.update(batches)  # compiles the loss first where that is due: it says so in the log
         t2 = time.perf_counter()
-        if compiling and learner.compile_error:
-            self.log(f"[MAIN] Warning: torch.compile failed ({learner.compile_error}); training goes on without it "
-                     "(--compile false skips the attempt)")
-        elif compiling:
-            self.log(f"[MAIN] Compiled in {t2 - t1:.1f} s")
-        if learner.graphed and not graphed:
-            self.log(f"[MAIN] Each update now replays as one CUDA graph (the loss, its backward, the clip and Adam) "
-                     f"from update {learner.updates:,}")
-        elif learner.graph_error and not graph_error:
-            self.log(f"[MAIN] Warning: capturing the update as a CUDA graph failed ({learner.graph_error}); "
-                     "training goes on without it (--cuda-graphs false skips the attempt)")
         window.wait_batch_s += t1 - t0
         window.update_s += t2 - t1
         self.update_s_total += t2 - t1

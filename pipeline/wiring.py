@@ -23,6 +23,7 @@ from .consolidator import Consolidator
 from .control import ControlBlock
 from .distributed.no_ray import NoRayCollectors
 from .evaluation.periodic_eval import PeriodicEval, run_eval_plan
+from .engine import Engine
 from .learner import Learner, flush_denormals, lr_schedule
 from .prefetch import Prefetcher
 from .process_start import child_context, start_method_here
@@ -48,6 +49,7 @@ class Pipeline:
     threads: int                    # the learner's torch threads
     n_actions: int
     learner: Learner
+    engine: Engine                  # runs the learner's update: eagerly, compiled, or as a CUDA graph
     replay: Replay
     books: RunBooks
     evals: PeriodicEval
@@ -236,7 +238,8 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
     # made last, in the learner's thread: torch.set_num_threads sets the team of the thread that calls it
     share = ThreadShare(threads, hw.cores, torch.set_num_threads, log) \
         if device.type == "cpu" and lrn.follow_free_cores and threads > 1 else None
-    return Pipeline(cfg, device, threads, n_actions, learner, replay, books, evals, control, rings, collectors,
+    return Pipeline(cfg, device, threads, n_actions, learner, Engine(learner, log), replay, books, evals, control,
+                    rings, collectors,
                     remote, consolidator, prefetcher, ratio, share)
 
 

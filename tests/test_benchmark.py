@@ -208,7 +208,8 @@ def test_a_compile_row_times_a_compiled_learner_past_its_compile(monkeypatch):
     from bench.ladder import compile_at_once
     from bench.learner_grid import timed_learner
     from config_optimized import Config
-    from pipeline.learner import COMPILE_AFTER_UPDATES, Learner
+    from pipeline.engine import COMPILE_AFTER_UPDATES, Engine
+    from pipeline.learner import Learner
 
     calls = []
 
@@ -222,11 +223,11 @@ def test_a_compile_row_times_a_compiled_learner_past_its_compile(monkeypatch):
     cfg = Config.of(compile=True, amp=False)
     lrn, _ = timed_learner(cfg, torch.device("cpu"))
     assert hasattr(lrn.loss, "_torchdynamo_orig_callable") and lrn.compiled and lrn.compile_done
-    assert calls == ["call"] and lrn.updates == 1  # compiled and run once, before the row's windows
+    assert calls == ["call"] and lrn.learner.updates == 1  # compiled and run once, before the row's windows
     eager, _ = timed_learner(Config.of(compile=False, amp=False), torch.device("cpu"))
-    assert not eager.compiled and eager.updates == 0
+    assert not eager.compiled and eager.learner.updates == 0
     assert eager.compile_done  # an eager row's measurement must not wait for a compile that never comes
-    row = Learner(cfg.learner, 4, 6, torch.device("cpu"))
+    row = Engine(Learner(cfg.learner, 4, 6, torch.device("cpu")))
     assert not row.compile_due() and row.compile_after == COMPILE_AFTER_UPDATES
     compile_at_once(row)
     assert row.compile_due() and not row.compile_done

@@ -1,6 +1,7 @@
 """Learner: it learns a fixed batch; accumulation and AMP give the one-big-batch gradients."""
 import copy
 import os
+import re
 import subprocess
 import sys
 
@@ -9,8 +10,8 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline.engine import GRAPH_WARMUP_UPDATES, compile_mode, graph_scope
-from pipeline.learner import COMPILE_AFTER_UPDATES, Learner, amp_dtype_for
+from pipeline.engine import COMPILE_AFTER_UPDATES, GRAPH_WARMUP_UPDATES, Engine, compile_mode, graph_scope
+from pipeline.learner import Learner, amp_dtype_for
 from pipeline.rules import td_targets
 from tests.proc_utils import ROOT
 
@@ -103,17 +104,17 @@ def test_compiled_loss_trains_as_the_eager_one(bn_targets):
     net), each update gives the eager update's loss and weights."""
     eager = _learner(lr=1e-3, bn_targets=bn_targets, target_update_interval=2)
     compiled = _learner(lr=1e-3, bn_targets=bn_targets, target_update_interval=2, compile=True)
-    assert not compiled.compile_due()  # a short run never pays for the compile
-    compiled.updates = COMPILE_AFTER_UPDATES  # as a run that has trained that long
-    assert compiled.compile_due() and not eager.compile_due()
-    compiled.compile_loss()
-    assert hasattr(compiled.loss, "_torchdynamo_orig_callable") and not compiled.compile_due()
+    said = []
+    engine, eager_engine = Engine(compiled, said.append), Engine(eager)
+    assert not engine.compile_due()  # a short run never pays for the compile
+    compiled.updates = eager.updates = COMPILE_AFTER_UPDATES  # as a run that has trained that long
+    assert engine.compile_due() and not eager_engine.compile_due()
     for i in range(4):
         # Each step from the eager learner's state: float reordering in the compiled kernels can
         # flip a near-tie in Double DQN's argmax, which later steps would then compound.
         compiled.load_state_dict(copy.deepcopy(eager.state_dict()))  # Adam's state would be shared, not copied
         b = _batch(16, seed=i)
-        got, want = compiled.update([compiled.to_device(b)]), eager.update([eager.to_device(b)])
+        got, want = engine.update([compiled.to_device(b)]), eager.update([eager.to_device(b)])
         assert got["loss"] == pytest.approx(want["loss"], rel=1e-4)
         # Adam divides by the gradient's scale, so a gradient element near Adam's epsilon can turn
         # a float-reordering difference into a visible step: a handful of weights may differ
@@ -121,6 +122,10 @@ def test_compiled_loss_trains_as_the_eager_one(bn_targets):
         diff = torch.cat([(x.float() - y.float()).abs().flatten()
                           for x, y in zip(compiled.model.state_dict().values(), eager.model.state_dict().values())])
         assert (diff > 1e-5).float().mean() < 1e-4 and diff.max() < 2e-3, (i, diff.max())
+    # the first update compiled, and the run's log heard of it before and after, once
+    assert hasattr(engine.loss, "_torchdynamo_orig_callable") and not engine.compile_due() and engine.compile_done
+    assert len(said) == 2 and said[0].startswith("[MAIN] Compiling the learner's loss and its backward (torch.compile) "
+                                                 "at 2,000 updates") and re.match(r"\[MAIN\] Compiled in \d+\.\d s$", said[1]), said
 
 
 def test_the_bootstrap_epsilon_values_s_by_the_epsilon_greedy_policy_exactly_with_one_value_per_action():
@@ -354,20 +359,23 @@ def test_a_compile_that_fails_at_run_time_warns_once_and_trains_on_eagerly():
 
     torch._dynamo.reset()
     lrn = _learner(lr=1e-3, compile=True)
+    said = []
+    engine = Engine(lrn, said.append)
     lrn.updates = COMPILE_AFTER_UPDATES
-    assert lrn.compile_due()
-    lrn.compile_loss()
+    assert engine.compile_due() and engine.compile_ahead == COMPILE_AFTER_UPDATES
     before = copy.deepcopy(lrn.model.state_dict())
     with inductor.patch({"cpp.cxx": (None, "/nonexistent/c++")}):  # inductor's own override, undone after
-        out = lrn.update([lrn.to_device(_batch(32))])
+        out = engine.update([lrn.to_device(_batch(32))])  # compiles first: it is due
     torch._dynamo.reset()
     assert not out["skipped"] and lrn.updates == COMPILE_AFTER_UPDATES + 1
     after = lrn.model.state_dict()
     assert any(not torch.equal(before[k], after[k]) for k in before if before[k].is_floating_point())  # it trained
-    assert "C++ compiler" in lrn.compile_error and not lrn.compiled and not lrn.compile_due()
-    assert not hasattr(lrn.loss, "_torchdynamo_orig_callable")
-    lrn.update([lrn.to_device(_batch(32, seed=1))])
-    assert lrn.updates == COMPILE_AFTER_UPDATES + 2
+    assert "C++ compiler" in engine.compile_error and not engine.compiled and not engine.compile_due()
+    assert not hasattr(engine.loss, "_torchdynamo_orig_callable") and engine.compile_ahead is None
+    assert [line.split(" (")[0] for line in said] == ["[MAIN] Compiling the learner's loss and its backward",
+                                                     "[MAIN] Warning: torch.compile failed"], said
+    engine.update([lrn.to_device(_batch(32, seed=1))])
+    assert lrn.updates == COMPILE_AFTER_UPDATES + 2 and len(said) == 2  # said once
 
 
 def test_cuda_graphs_only_on_cuda_and_without_gradient_accumulation():
@@ -391,8 +399,7 @@ def _graphed(device="cpu", **kw):
     step the graph captures runs eagerly; on CUDA it is captured after the warm-ups)."""
     torch.manual_seed(0)
     lrn = Learner(Config.of(**{"amp": False, **kw}).learner, 4, 6, torch.device(device))
-    lrn.graph.scope, lrn.compile_after = "update", 0
-    return lrn
+    return Engine(lrn, scope="update", compile_after=0)
 
 
 def _weights(lrn):
@@ -404,7 +411,8 @@ def test_the_whole_update_step_trains_as_the_eager_update(device, monkeypatch):
     """The same weights after every update as the eager learner's, on a CPU (the step the graph
     captures) and on CUDA (captured after the warm-ups and replayed); its figures come one
     update late; a learning rate set between replays reaches them (0 holds every weight)."""
-    eager, graphed = _learner(target_update_interval=4, lr=1e-3), _graphed(device, target_update_interval=4, lr=1e-3)
+    eager, engine = _learner(target_update_interval=4, lr=1e-3), _graphed(device, target_update_interval=4, lr=1e-3)
+    graphed = engine.learner
     if device == "cuda":
         eager = Learner(eager.cfg, 4, 6, torch.device("cuda"))
         eager.model.load_state_dict(graphed.model.state_dict()), eager.target.load_state_dict(graphed.target.state_dict())
@@ -418,16 +426,16 @@ def test_the_whole_update_step_trains_as_the_eager_update(device, monkeypatch):
     batches = [_batch(32, seed=i) for i in range(GRAPH_WARMUP_UPDATES + 5)]
     losses = []
     for i, b in enumerate(batches):
-        e, g = eager.update([eager.to_device(b)]), graphed.update([graphed.to_device(b)])
+        e, g = eager.update([eager.to_device(b)]), engine.update([graphed.to_device(b)])
         losses.append(e["loss"])
         assert not g["skipped"] and g["loss"] == pytest.approx(losses[max(i - 1, 0)], rel=1e-4), i
         for x, y in zip(_weights(eager), _weights(graphed)):
             assert torch.equal(x, y), (i, (x - y).abs().max().item())
-    assert graphed.graph_error is None and graphed.updates == eager.updates == len(batches)
-    assert graphed.graphed == (device == "cuda")
+    assert engine.graph_error is None and graphed.updates == eager.updates == len(batches)
+    assert engine.graph.captured == (device == "cuda")
     graphed.set_lr(0.0)
     params = [p.detach().cpu().clone() for p in graphed.model.parameters()]
-    graphed.update([graphed.to_device(batches[1])])
+    engine.update([graphed.to_device(batches[1])])
     assert all(torch.equal(x, p.detach().cpu()) for x, p in zip(params, graphed.model.parameters()))
     saved = graphed.state_dict()["optimizer"]["param_groups"][0]
     assert saved["lr"] == 0.0 and isinstance(saved["lr"], float) and saved["capturable"] is False
@@ -437,28 +445,29 @@ def test_the_whole_update_step_trains_as_the_eager_update(device, monkeypatch):
 def test_a_graphed_nan_batch_steps_nothing_and_is_reported_one_update_late(device):
     from pipeline.learner import TrainingDiverged
 
-    lrn = _graphed(device)
+    engine = _graphed(device)
+    lrn = engine.learner
     good = lrn.to_device(_batch(32))
     for _ in range(GRAPH_WARMUP_UPDATES + 1):
-        assert not lrn.update([good])["skipped"]
+        assert not engine.update([good])["skipped"]
     bad = _batch(32)
     bad["return"][3] = np.nan
     bad = lrn.to_device(bad)
     params = [p.detach().clone() for p in lrn.model.parameters()]
     steps = [s["step"].clone() for s in lrn.optimizer.state.values()]
-    assert not lrn.update([bad])["skipped"]  # the good update before it reports
+    assert not engine.update([bad])["skipped"]  # the good update before it reports
     assert all(torch.equal(x, p) for x, p in zip(params, lrn.model.parameters()))  # found_inf held Adam
     assert all(torch.equal(x, s["step"]) for x, s in zip(steps, lrn.optimizer.state.values()))
-    out = lrn.update([good])
+    out = engine.update([good])
     assert out["skipped"] and lrn.bad_steps == 1
     assert all(torch.isfinite(b).all() for b in lrn.model.buffers() if b.is_floating_point())  # BatchNorm repaired
-    assert not lrn.update([good])["skipped"] and lrn.bad_steps == 0
-    assert not lrn.update([bad])["skipped"] and lrn.bad_steps == 0  # the good update before it reports
+    assert not engine.update([good])["skipped"] and lrn.bad_steps == 0
+    assert not engine.update([bad])["skipped"] and lrn.bad_steps == 0  # the good update before it reports
     lrn.bad_steps = 98  # as after 98 more: two reported skips reach the limit
-    assert lrn.update([bad])["skipped"] and lrn.bad_steps == 99
+    assert engine.update([bad])["skipped"] and lrn.bad_steps == 99
     with pytest.raises(TrainingDiverged, match="NaN/inf for 100 updates in a row"):
-        lrn.update([bad])
-    assert lrn.graph_error is None
+        engine.update([bad])
+    assert engine.graph_error is None
 
 
 def test_autocast_is_bf16_except_on_cuda_gpus_without_it():

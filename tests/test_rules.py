@@ -237,8 +237,10 @@ def test_the_loss_weighs_each_sample_by_its_importance_weight():
 def test_the_whole_update_step_trains_the_new_rules_as_the_eager_update(kw):
     # The step a CUDA graph captures (run eagerly on a CPU) draws IQN's fractions on the device
     # as the eager update does: from the same seed, the same weights after every update.
-    eager, graphed = _learner(lr=1e-3, target_update_interval=2, **kw), _learner(lr=1e-3, target_update_interval=2, **kw)
-    graphed.graph.scope, graphed.compile_after = "update", 0
+    from pipeline.engine import Engine
+
+    eager, learner = _learner(lr=1e-3, target_update_interval=2, **kw), _learner(lr=1e-3, target_update_interval=2, **kw)
+    graphed = Engine(learner, scope="update", compile_after=0)
     for group in eager.optimizer.param_groups:  # the graph's float32 lr tensor
         group["lr"] = torch.tensor(1e-3)
     for i in range(4):
@@ -246,8 +248,8 @@ def test_the_whole_update_step_trains_the_new_rules_as_the_eager_update(kw):
         torch.manual_seed(i)
         eager.update([eager.to_device(b)])
         torch.manual_seed(i)
-        graphed.update([graphed.to_device(b)])
-        for x, y in zip(eager.model.state_dict().values(), graphed.model.state_dict().values()):
+        graphed.update([learner.to_device(b)])
+        for x, y in zip(eager.model.state_dict().values(), learner.model.state_dict().values()):
             assert torch.equal(x, y), i
     assert graphed.graph.active and graphed.graph_error is None
 
@@ -258,14 +260,14 @@ def test_the_new_rules_capture_as_one_cuda_graph(kw):
     # IQN draws its fractions on the device inside the captured update (CUDA graphs replay the
     # generator's offsets), Munchausen adds a target forward on s: both are captured after the
     # warm-ups and replay with finite figures and moving weights.
-    from pipeline.engine import GRAPH_WARMUP_UPDATES
+    from pipeline.engine import GRAPH_WARMUP_UPDATES, Engine
 
     torch.manual_seed(0)
     lrn = Learner(Config.of(amp=True, **kw).learner, 4, 6, torch.device("cuda"))
-    lrn.graph.scope, lrn.compile_after = "update", 0
+    engine = Engine(lrn, scope="update", compile_after=0)
     before = [p.detach().clone() for p in lrn.model.parameters()]
     for i in range(GRAPH_WARMUP_UPDATES + 4):
-        out = lrn.update([lrn.to_device(_batch(32, seed=i, actions=6))])
+        out = engine.update([lrn.to_device(_batch(32, seed=i, actions=6))])
         assert not out["skipped"] and math.isfinite(out["loss"]), i
-    assert lrn.graphed and lrn.graph_error is None
+    assert engine.graph.captured and engine.graph_error is None
     assert any(not torch.equal(a, p) for a, p in zip(before, lrn.model.parameters()))

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.engine import GRAPH_WARMUP_UPDATES
+from pipeline.engine import GRAPH_WARMUP_UPDATES, Engine
 from pipeline.learner import Learner, lr_schedule
 from pipeline.replay import Replay
 from pipeline.settings.hardware import cpu_info
@@ -208,10 +208,12 @@ def train(game: str, path: str, updates: int = UPDATES) -> tuple[str, str]:
         replay = Replay.from_config(cfg)
         fill(replay, game, CASES[game][2], cfg.seed)
         if path == "compiled":
-            learner.compile_after = 0  # as a benchmark row: compiled from the first update
-            learner.compile_loss()
+            engine = Engine(learner, compile_after=0)  # as a benchmark row: compiled from the first update
+            engine.compile_loss()
         elif path == "graph-step":
-            learner.graph.scope, learner.compile_after = "update", 0  # what CUDA captures, run eagerly
+            engine = Engine(learner, scope="update", compile_after=0)  # what CUDA captures, run eagerly
+        else:
+            engine = Engine(learner)
         figures = hashlib.sha256()
         batch = lrn_cfg.batch_size
         for i in range(updates):
@@ -219,14 +221,14 @@ def train(game: str, path: str, updates: int = UPDATES) -> tuple[str, str]:
             b = learner.batch_from(replay, batch)
             if lrn_cfg.lr_decay_steps:
                 learner.set_lr(lr_schedule(lrn_cfg, steps))
-            out = learner.update([b])
+            out = engine.update([b])
             assert not out["skipped"]
             digest([out["loss"], out["td_error"], out["q_mean"], out["grad_norm"]], figures)
             for td in out["td_abs"]:
                 replay.update_priorities(b["stream"], b["pos"], td, b["seq"])
             replay.anneal(steps / cfg.total_steps)
-        assert learner.compile_error is None and learner.graph_error is None
-        assert (path == "graph-step") == learner.graph.active
+        assert engine.compile_error is None and engine.graph_error is None
+        assert (path == "graph-step") == engine.graph.active
         state = hashlib.sha256()
         digest(learner.state_dict(), state)
         return state.hexdigest(), figures.hexdigest()
