@@ -94,7 +94,8 @@ def main(argv=None) -> int:
                     help="instead: search collector/env/thread settings on --env's game and write the autotuned "
                          "profile of its family (atari or mario) into the user's config folder")
     ap.add_argument("--env", help="the game autotune tunes on (default ALE/Pong-v5); with --time-to-score, the game "
-                                  "to train")
+                                  "to train; with --only update, the one game whose update is split (default: "
+                                  "Pong's and Mario's)")
     tts = ap.add_argument_group("time to score (--time-to-score [options] [training options of mario_rl_optimized.py])")
     tts.add_argument("--time-to-score", action="store_true",
                      help="instead: train with the defaults (plus any training options given) until the mean score of "
@@ -227,8 +228,12 @@ def main(argv=None) -> int:
     if args.only == "update":
         from bench.update_parts import print_update_parts, update_parts
 
-        result["update_parts"] = update_parts(n_updates=10 if args.quick else 30)
-        print_update_parts(result["update_parts"])
+        # Both presets' updates side by side (the Atari preset's QR-DQN and the Mario preset's
+        # Double DQN), or --env's alone: the same machine, one process.
+        games = [args.env] if args.env else ["ALE/Pong-v5", "SuperMarioBros-1-1-v0"]
+        result["update_parts"] = [update_parts(n_updates=10 if args.quick else 30, env=g) for g in games]
+        for parts in result["update_parts"]:
+            print_update_parts(parts)
     if args.only == "learner-share":
         from bench.learner_share import learner_share, print_learner_share
 

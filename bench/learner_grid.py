@@ -13,14 +13,16 @@ from .common import rate, windows
 from .ladder import run_row
 
 
-def random_batch(lrn, bs: int) -> dict:
-    """One batch of random frames (6 actions) on the learner's device: what the learner-alone
-    figures train on."""
+def random_batch(lrn, bs: int, weights: bool = False) -> dict:
+    """One batch of random frames and actions on the learner's device: what the learner-alone
+    figures train on. ``weights``: importance-sampling weights (all 1) as a prioritized replay's
+    batch carries them, so its loss weighs the samples as a run's does."""
     rng = np.random.default_rng(0)
     return lrn.to_device({"obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
                           "next_obs": rng.integers(0, 255, (bs, 4, 84, 84), dtype=np.uint8),
-                          "action": rng.integers(0, 6, bs), "return": np.zeros(bs, np.float32),
-                          "discount": np.full(bs, 0.99, np.float32), "weights": None})
+                          "action": rng.integers(0, lrn.network.n_actions, bs), "return": np.zeros(bs, np.float32),
+                          "discount": np.full(bs, 0.99, np.float32),
+                          "weights": np.ones(bs, np.float32) if weights else None})
 
 
 def timed_learner(cfg, device) -> tuple:

@@ -81,26 +81,29 @@ def _layer_flops(learner, batch) -> dict[str, dict[str, float]]:
     return {"targets": targets, "forward": forward, "backward": backward}
 
 
-def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: int | None = None) -> dict:
-    """The profile's learner on one preloaded batch: the median update time without the profiler,
-    then ``n_updates`` profiled updates split into parts and layers."""
+def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: int | None = None,
+                 env: str = "ALE/Pong-v5") -> dict:
+    """The learner ``env``'s preset and this machine's profile resolve to, on one preloaded batch
+    (with importance weights where its replay is prioritized): the median update time without the
+    profiler, then ``n_updates`` profiled updates split into parts and layers."""
     from torch.profiler import ProfilerActivity, profile
 
     from pipeline.learner import Learner
     from pipeline.settings.hardware import learner_threads
     from pipeline.settings.layers import resolve_config
+    from wrappers.factory import count_actions
 
     from .learner_grid import random_batch
 
-    res = resolve_config({"env": "ALE/Pong-v5", **({"batch_size": batch_size} if batch_size else {})})
+    res = resolve_config({"env": env, **({"batch_size": batch_size} if batch_size else {})})
     cfg, hw, name = res.cfg, res.hw, res.profile
     if cfg.learner.model_arch != "batchnorm" or cfg.learner.dueling:
         raise ValueError("--only update splits the BatchNorm DQN's update; this profile trains another network")
     th = threads or learner_threads(cfg.learner.learner_threads, cfg.collectors.num_collectors, hw)
     torch.set_num_threads(th)
     device = torch.device("cuda" if hw.cuda else "cpu")
-    learner = Learner(cfg.learner, cfg.env_options.frame_stack, 6, device)
-    batch = random_batch(learner, cfg.learner.batch_size)
+    learner = Learner(cfg.learner, cfg.env_options.frame_stack, count_actions(env, cfg.env_options), device)
+    batch = random_batch(learner, cfg.learner.batch_size, weights=cfg.replay.prioritized)
     flops = _layer_flops(learner, batch)
     for _ in range(5):
         learner.update([batch])
@@ -146,7 +149,7 @@ def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: in
         rows.append({"part": part, "layer": layer, "ms": ms, "share": share,
                      "gflop": fl / 1e9 if fl else None, "gflops": fl / (ms / 1e3) / 1e9 if fl and ms > 0 else None})
     total_flops = sum(sum(d.values()) for d in flops.values())
-    return {"profile": name, "batch": cfg.learner.batch_size, "threads": th,
+    return {"env": env, "rule": learner.rule.label, "profile": name, "batch": cfg.learner.batch_size, "threads": th,
             "precision": str(learner.amp_dtype or torch.float32).removeprefix("torch."),
             "channels_last": cfg.learner.channels_last, "update_ms": 1e3 * update_s,
             "profiled_update_ms": 1e3 * profiled_s, "gflop_per_update": total_flops / 1e9,
@@ -154,7 +157,7 @@ def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: in
 
 
 def print_update_parts(res: dict) -> None:
-    print(f"\nOne learner update ({res['profile']} profile: batch {res['batch']}, {res['threads']} thread(s), "
+    print(f"\nOne learner update of {res['env']} ({res['rule']}; {res['profile']} profile: batch {res['batch']}, {res['threads']} thread(s), "
           f"{res['precision']}, channels_last {res['channels_last']}): {res['update_ms']:.1f} ms "
           f"({res['profiled_update_ms']:.1f} ms under the profiler), {res['gflop_per_update']:.2f} GFLOP, "
           f"{res['gflops']:.0f} GFLOP/s overall")

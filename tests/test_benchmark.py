@@ -156,13 +156,16 @@ def test_time_to_score_targets_per_game():
     assert default_target("ALE/Breakout-v5") is None and default_milestones("ALE/Breakout-v5") == ()
 
 
-def test_update_parts_split_one_update_by_part_and_layer():
+@pytest.mark.parametrize("env,preset", [("ALE/Pong-v5", "atari"), ("SuperMarioBros-1-1-v0", "mario")])
+def test_update_parts_split_one_update_by_part_and_layer(env, preset):
     """--only update: every part of the learner's update and every layer forward and backward
     gets its share, the shares add up to the whole update, and the FLOPs per layer are the
-    network's (conv1 forward on s: 2 x 32 filters x 20 x 20 outputs x 4 x 8 x 8 weights per sample)."""
+    network's (conv1 forward on s: 2 x 32 filters x 20 x 20 outputs x 4 x 8 x 8 weights per sample);
+    the Atari preset's QR-DQN and the Mario preset's Double DQN (one more forward on s')."""
     from bench.update_parts import update_parts
 
-    res = update_parts(n_updates=2, batch_size=4, threads=1)
+    res = update_parts(n_updates=2, batch_size=4, threads=1, env=env)
+    assert res["env"] == env
     got = {(r["part"], r["layer"]) for r in res["rows"]}
     for part in ("targets", "forward"):
         assert {(part, layer) for layer in ("uint8 scaling", "conv1", "conv2", "conv3", "bn1", "bn2", "bn3", "fc1",
@@ -176,7 +179,7 @@ def test_update_parts_split_one_update_by_part_and_layer():
     targets_conv1 = next(r for r in res["rows"] if (r["part"], r["layer"]) == ("targets", "conv1"))
     from presets import load_preset
 
-    forwards = 2 if load_preset("atari").get("double_dqn", True) else 1  # the target's, and Double DQN's online one
+    forwards = 2 if load_preset(preset).get("double_dqn", True) else 1  # the target's, and Double DQN's online one
     assert targets_conv1["gflop"] == pytest.approx(forwards * conv1["gflop"])  # on s'
 
 
