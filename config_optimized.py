@@ -442,11 +442,7 @@ class ConfigError(ValueError):
     """A config value that cannot work; the message names the field, the value and the fix."""
 
 
-def main(argv: list[str] | None = None) -> int:
+if __name__ == "__main__":  # python config_optimized.py: the show runs as the program, importing this file afresh
     from pipeline.settings.layers import show
 
-    return show(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(show())

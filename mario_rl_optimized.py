@@ -264,9 +264,9 @@ def cli(argv=None) -> int:
             return 2
         return main([f"--{command}", *rest])
     if command == "config":
-        import config_optimized
+        from pipeline.settings.layers import show
 
-        return config_optimized.main(rest)
+        return show(rest)
     if command == "bench":
         import benchmark_performance
 
