@@ -18,6 +18,7 @@ from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.errors import ConfigError, UserError  # noqa: F401  (the user errors, by the names users import them)
 from presets import family_of
 from wrappers.options import EnvOptions, doc
 
@@ -435,11 +436,6 @@ def layout_reason(cfg_collectors: int, envs: int, hw: Hardware, name: str) -> st
     return (f"{cfg_collectors} collector(s) x {envs} envs: the recipe's {cfg_collectors * envs} env streams over the "
             f"{free} of {hw.cores} cores the learner process leaves (it keeps {LEARNER_PROCESS_CORES}: its loop, "
             "the consolidation and the prefetch threads)")
-
-
-# ----------------------------------------------------------------------------- errors
-class ConfigError(ValueError):
-    """A config value that cannot work; the message names the field, the value and the fix."""
 
 
 if __name__ == "__main__":  # python config_optimized.py: the show runs as the program, importing this file afresh

@@ -37,6 +37,7 @@ LAYERS = {
     "wrappers.options": 0,
     "pipeline.settings.hardware": 0,
     "pipeline.quick_exit": 0,  # the end of a script or a spawned child: imports nothing of the project
+    "pipeline.errors": 0,  # UserError and ConfigError: imports nothing, every layer raises them
     # 1: environments and networks
     "wrappers": 1,
     "models": 1,
@@ -259,9 +260,12 @@ def test_module_level_imports_go_down_the_layers():
     assert not upward, "imports from a lower layer to a higher one:\n  " + "\n  ".join(upward)
 
 
-def test_the_config_never_imports_the_pipeline():
-    graph = import_graph(project_modules())
-    assert not {t for t in graph["config_optimized"] if t.startswith("pipeline")}
+def test_the_config_imports_only_layer_0():
+    """``import config_optimized`` loads the schema alone: nothing of the pipeline but its user
+    errors, in functions neither (its script block, the show, apart)."""
+    graph = import_graph(project_modules(), module_imports)
+    assert {t for t in graph["config_optimized"] if layer_of(t) != 0} == set()
+    assert {t for t in graph["config_optimized"] if t.startswith("pipeline")} == {"pipeline.errors"}
 
 
 def test_the_cycle_check_finds_a_planted_cycle():

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config_optimized import (FIELDS, FRAME_BYTES, PARTS, PROFILES, RENAMED_FIELDS, REPLAY_META_BYTES, Config,
-                              ConfigError, autotuned_path, layout_reason, pick_profile, scale_profile)
+                              ConfigError, UserError, autotuned_path, layout_reason, pick_profile, scale_profile)
 from presets import family_of, load_preset
 
 from ..records.files import RECORD_NAME
@@ -284,7 +284,7 @@ def show(argv: list[str] | None = None) -> int:
         res = resolve_config(args)
         cfg, hw, name = res.cfg, res.hw, res.profile
         warnings = validate(cfg, hw)
-    except ConfigError as e:
+    except UserError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
     print(f"Hardware: {hw.describe()}")
