@@ -35,7 +35,6 @@ LAYERS = {
     "config_optimized": 0,
     "presets": 0,
     "wrappers.options": 0,
-    "pipeline.settings.hardware": 0,
     "pipeline.quick_exit": 0,  # the end of a script or a spawned child: imports nothing of the project
     "pipeline.errors": 0,  # UserError and ConfigError: imports nothing, every layer raises them
     # 1: environments and networks

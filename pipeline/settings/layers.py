@@ -9,8 +9,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config_optimized import (FIELDS, FRAME_BYTES, PARTS, PROFILES, RENAMED_FIELDS, REPLAY_META_BYTES, Config,
-                              ConfigError, UserError, autotuned_path, layout_reason, pick_profile, scale_profile)
+from config_optimized import (FIELDS, FRAME_BYTES, PARTS, RENAMED_FIELDS, REPLAY_META_BYTES, Config, ConfigError,
+                              UserError)
 from presets import family_of, load_preset
 
 from ..records.files import RECORD_NAME
@@ -18,6 +18,7 @@ from ..records.run_folder import RUNS_ROOT, resume_target
 from .check import validate
 from .cli import Parser, add_config_arguments, flag
 from .hardware import Hardware, detect_hardware, resolve_device
+from .profiles import PROFILES, autotuned_path, layout_reason, pick_profile, scale_profile
 
 
 def flatten(data: dict) -> dict:
