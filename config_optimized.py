@@ -258,8 +258,13 @@ def _flat_fields() -> dict[str, tuple[str, Field]]:
 
 
 FIELDS = _flat_fields()
-# Old names still read from flags, config files and the run records of earlier versions -> today's.
-RENAMED_FIELDS = {"processor_log_interval": "consolidation_log_interval", "queue_capacity": "ring_capacity"}
+# Fields that say where a start writes, not how it trains: a run record and a config file never set them.
+RUN_CONTROL = ("resume", "run_dir", "overwrite")
+
+
+def flag(name: str) -> str:
+    """A Config field's command-line option (``adam_eps`` -> ``--adam-eps``)."""
+    return "--" + name.replace("_", "-")
 
 
 if __name__ == "__main__":  # python config_optimized.py: the show runs as the program, importing this file afresh

@@ -11,9 +11,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from config_optimized import (FIELDS, FRAME_BYTES, PROFILE_NAMES, RENAMED_FIELDS, REPLAY_META_BYTES, CollectorConfig,
-                              Config, ConfigError, ReplayConfig)
+from config_optimized import (FIELDS, FRAME_BYTES, PROFILE_NAMES, REPLAY_META_BYTES, CollectorConfig, Config,
+                              ConfigError, ReplayConfig)
 from presets import family_of
+
+from .migrate import current_names
 
 if TYPE_CHECKING:  # annotations only: the hardware module reads the user's config folder here
     from .hardware import Hardware
@@ -70,7 +72,7 @@ def load_autotuned(family: str) -> dict | None:
         raise ConfigError(f"profile file {path} holds no profile (a JSON object); {redo}")
     if data.get("family", family) != family:
         raise ConfigError(f"profile file {path} was tuned on the {data['family']} family, not {family}; {redo}")
-    overrides = {RENAMED_FIELDS.get(k, k): v for k, v in data.get("overrides", data).items()}  # older names read as today's
+    overrides = current_names(data.get("overrides", data))  # older names read as today's
     unknown = set(overrides) - set(FIELDS)
     if unknown:
         raise ConfigError(f"profile file {path} sets unknown fields {sorted(unknown)}; {redo}")
