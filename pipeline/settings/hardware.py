@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-
 from .profiles import profile_dir
 
 
