@@ -17,7 +17,7 @@ from presets import family_of
 
 from .migrate import current_names
 
-if TYPE_CHECKING:  # annotations only: the hardware module reads the user's config folder here
+if TYPE_CHECKING:  # annotations only: hardware.py reads profile_dir here, so this module may not import it back
     from .hardware import Hardware
 
 
