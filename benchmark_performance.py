@@ -45,6 +45,17 @@ def _timed(label: str, fn, *args, **kwargs):
 
 
 def main(argv=None) -> int:
+    """The benchmarks' command line: what the user can fix (``UserError``) is one line and exit code 2."""
+    from pipeline.errors import UserError
+
+    try:
+        return run_benchmarks(argv)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def run_benchmarks(argv=None) -> int:
     import torch
 
     from bench.autotune import autotune

@@ -1,28 +1,20 @@
-"""The typed training config and the per-hardware profiles.
+"""The typed training config: every setting of a run, with its default and one line of help.
 
 ``Config`` names what to train on and holds one part per component (env options, collectors,
 replay, learner, run); each component is handed only its part. Every field is also a flag of
 ``mario_rl_optimized.py`` (``batch_size`` -> ``--batch-size``) and a key of config files, named
 flat. ``python config_optimized.py`` prints the detected hardware, the profile picked for it and
-the resolved config with the layer that set each value (``pipeline/settings/layers.py``). Tune a
-profile here, or save one with ``benchmark_performance.py --autotune`` (per game family, in the
-user's config folder: ``autotuned_path``). Validation lives in ``pipeline/settings/check.py``.
+the resolved config with the layer that set each value (``pipeline/settings/layers.py``). The
+hardware profiles live in ``pipeline/settings/profiles.py`` (tune one there, or save one with
+``benchmark_performance.py --autotune``); validation in ``pipeline/settings/check.py``.
 """
 from __future__ import annotations
 
-import json
 import multiprocessing
-import os
 import sys
 from dataclasses import Field, dataclass, field, fields
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from presets import family_of
-from wrappers.options import EnvOptions, doc
-
-if TYPE_CHECKING:  # annotations only: the config never imports the pipeline
-    from pipeline.settings.hardware import Hardware
+from pipeline.errors import ConfigError, UserError  # noqa: F401  (the user errors, by the names users import them)
 
 FRAME_BYTES = 84 * 84
 REPLAY_META_BYTES = 6          # action uint8 + reward float32 + flags uint8
@@ -33,24 +25,51 @@ COLLECTOR_BYTES = 350 * 2**20
 # Collectors and evaluators fork from a server that imported torch once (pipeline/process_start.py)
 # where the platform can (Linux, macOS); Windows spawns them.
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+# --profile's choices: auto picks one for the machine (pipeline/settings/profiles.py holds them)
 PROFILE_NAMES = ("auto", "autotuned", "cpu-small", "cpu-large", "gpu-minimum", "gpu-recommended", "gpu-optimal")
-
-
-def profile_dir() -> Path:
-    """Where ``benchmark_performance.py --autotune`` writes its profiles: the user's config folder
-    (``$XDG_CONFIG_HOME/fast-dqn``, else ``~/.config/fast-dqn``), never the installed package;
-    ``DQN_PROFILE_DIR`` points elsewhere (tests, several machines sharing a home)."""
-    if os.environ.get("DQN_PROFILE_DIR"):
-        return Path(os.environ["DQN_PROFILE_DIR"])
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "fast-dqn"
-
-
-def autotuned_path(family: str) -> Path:
-    """One autotuned profile per game family: a Pong-tuned profile starves Mario's collectors."""
-    return profile_dir() / f"autotuned-{family}.json"
-
-
 RESUME_HERE = "here"  # a bare --resume: the run in --run-dir, or the latest
+
+# gym-super-mario-bros' RIGHT_ONLY, SIMPLE_MOVEMENT and COMPLEX_MOVEMENT, and right_run (wrappers.mario.RIGHT_RUN)
+MARIO_ACTION_SETS = ("right_only", "simple", "complex", "right_run")
+
+
+def doc(text: str, default, *, choices: tuple | None = None, **kw):
+    """A config field declared once: its default, its one line of help and, where only some values
+    work, its ``choices``; the command line, the config files and validation all read them.
+    ``type`` in ``kw`` overrides the type read from the default (a field whose default is None)."""
+    return field(default=default, metadata={"help": text, "choices": choices, **kw})
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """What an environment is built with: the env part of the config, also handed on its own to
+    the single-env factory and the collectors' batched envs (``wrappers/``)."""
+    frame_stack: int = doc("frames stacked per observation", 4)
+    frame_skip: int = doc("emulator frames per agent step", 4)
+    max_pool: bool = doc("max-pool the last two skipped frames (MaxAndSkip)", True)
+    noop_max: int = doc("up to this many no-op agent steps after each reset, a seeded random number (Atari's "
+                        "NoopReset; Mario's NoopStart); 0 disables", 30)
+    episodic_life: bool = doc("a lost life ends the learning episode, Atari (EpisodicLife)", True)
+    fire_reset: bool = doc("press FIRE after reset where the game needs it, Atari (FireReset)", True)
+    clip_rewards: bool = doc("learn from rewards clipped to [-1, 1] (ClipReward); logs keep raw returns", True)
+    reward_scale: float = doc("with --clip-rewards false: learn from rewards times this (Mario's lie in [-15, 15]: "
+                              "1/15 keeps their size, which sign() throws away)", 1.0)
+    stall_steps: int = doc("Mario: a learning episode ends (as a lost life does in Atari: the game goes on) once Mario has "
+                           "not passed his furthest x for this many agent steps, so a state he stands in pressing into "
+                           "a wall learns the value of going nowhere; 0 never; games played and judged are not cut", 0)
+    stall_penalty: float = doc("Mario with --stall-steps: subtracted from the reward of the step a stall ends, in the "
+                               "game's units before --reward-scale (25: what a lost life costs Mario), so standing "
+                               "still is learned as a death rather than as a quiet end; 0 adds nothing", 0.0)
+    sticky_actions: float = doc("probability that an emulator frame repeats the previous action instead of the "
+                                "agent's (repeat_action_probability); -1 keeps the env id's default (ALE v5: "
+                                "0.25, Mario: 0)", -1.0)
+    mark_action: bool = doc("paint the previous action into each frame's bottom rows (a one-hot strip), so the network "
+                            "sees what sticky actions may repeat", False)
+    mario_actions: str = doc("Mario action set: right_only (NOOP, right, right+A, right+B, right+A+B), simple (7), "
+                             "complex (12), right_run (right+B, right+A+B, right+A: one in three holds no A)", "simple",
+                             choices=MARIO_ACTION_SETS)
+    # not a setting: the replay and the networks are built for 84x84 frames
+    frame_size: int = field(default=84, metadata={"fixed": True})
 
 
 @dataclass
@@ -280,173 +299,16 @@ def _flat_fields() -> dict[str, tuple[str, Field]]:
 
 
 FIELDS = _flat_fields()
-# Old names still read from flags, config files and the run records of earlier versions -> today's.
-RENAMED_FIELDS = {"processor_log_interval": "consolidation_log_interval", "queue_capacity": "ring_capacity"}
+# Fields that say where a start writes, not how it trains: a run record and a config file never set them.
+RUN_CONTROL = ("resume", "run_dir", "overwrite")
 
 
-# ----------------------------------------------------------------------------- profiles
-# Each profile lists only what it changes in the Config defaults. The replay ratio is never part
-# of a profile: a faster machine trains on more samples per second, not fewer per frame.
-PROFILES: dict[str, dict] = {
-    # 2-4 cores, no GPU: the defaults' one collector, a learner on every core (scale_profile; at
-    # Pong's pace the collector sleeps ~90% of the time, and 2 threads gave +10% updates/s on an
-    # AMD EPYC); NHWC convs run faster in oneDNN (bf16 ~15% on AVX-512, fp32 ~35% on AVX2).
-    "cpu-small": dict(channels_last=True),
-    "cpu-large": dict(buffer_size=200_000, channels_last=True),
-    # GPU tiers: minimum (GTX 1060, 6 GB), recommended (RTX 3070, 8 GB+), optimal (RTX 4090 / A100).
-    # A GPU trains on more samples per second, so more envs feed it and weights go out more often.
-    # They keep the preset's batch, so the recipe learns per agent step as it does on a CPU: with
-    # batch 1024 at the same replay ratio (32x fewer updates) Pong on an H200 was still at -19.8
-    # after 546k agent steps, where batch 32 is at -14..-2. Their collectors and replay are Mario's;
-    # an Atari game gets its own (scale_profile).
-    "gpu-minimum": dict(num_collectors=2, model_update_frequency=5, ring_capacity=8192, channels_last=True),
-    "gpu-recommended": dict(num_collectors=4, envs_per_collector=16, buffer_size=500_000,
-                            model_update_frequency=5, ring_capacity=16384, compile=True, channels_last=True),
-    "gpu-optimal": dict(num_collectors=8, envs_per_collector=32, buffer_size=1_000_000,
-                        model_update_frequency=5, ring_capacity=32768, compile=True, channels_last=True),
-}
-assert set(PROFILES) == set(PROFILE_NAMES) - {"auto", "autotuned"}
+def flag(name: str) -> str:
+    """A Config field's command-line option (``adam_eps`` -> ``--adam-eps``)."""
+    return "--" + name.replace("_", "-")
 
 
-def load_autotuned(family: str) -> dict | None:
-    """The autotuned profile of ``family``, or None where autotune never ran for it."""
-    path = autotuned_path(family)
-    if not path.exists():
-        return None
-    redo = f"delete it or run benchmark_performance.py --autotune --env <{family} game> again"
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"profile file {path} does not parse ({e}); {redo}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"profile file {path} holds no profile (a JSON object); {redo}")
-    if data.get("family", family) != family:
-        raise ConfigError(f"profile file {path} was tuned on the {data['family']} family, not {family}; {redo}")
-    overrides = {RENAMED_FIELDS.get(k, k): v for k, v in data.get("overrides", data).items()}  # older names read as today's
-    unknown = set(overrides) - set(FIELDS)
-    if unknown:
-        raise ConfigError(f"profile file {path} sets unknown fields {sorted(unknown)}; {redo}")
-    return overrides
-
-
-def pick_profile(hw: Hardware) -> str:
-    if hw.cuda:
-        gib = hw.gpu_mem_bytes / 2**30
-        if gib >= 20 and hw.cores >= 16 and hw.ram_bytes >= 60 * 2**30:
-            return "gpu-optimal"
-        if gib >= 7.5 and hw.cores >= 8:
-            return "gpu-recommended"
-        return "gpu-minimum"
-    return "cpu-small" if hw.cores <= 4 else "cpu-large"
-
-
-def profile_reason(name: str, hw: Hardware, env: str | None = None) -> str:
-    """Why the auto profile is ``name`` on this machine (or that it was asked for)."""
-    if name == "autotuned":
-        return f"{autotuned_path(family_of(env or Config.env))} exists (written by benchmark_performance.py --autotune)"
-    if name.startswith("gpu"):
-        return f"CUDA GPU with {hw.gpu_mem_bytes / 2**30:.1f} GiB, {hw.cores} cores, {hw.ram_bytes / 2**30:.0f} GiB RAM"
-    return f"no CUDA GPU, {hw.cores} cores ({'<=' if hw.cores <= 4 else '>'} 4)"
-
-
-def scale_profile(name: str, hw: Hardware, env: str | None = None) -> dict:
-    """A named profile for ``env`` (default: the Config's game), with the collector count and
-    learner threads fitted to this machine's cores and the replay to half of the available RAM."""
-    family = family_of(env or Config.env)
-    if name == "autotuned":
-        over = load_autotuned(family)
-        if over is None:
-            raise ConfigError(f"--profile autotuned: no {autotuned_path(family)}; run benchmark_performance.py "
-                              f"--autotune --env <{family} game> first")
-        return dict(over)
-    over = dict(PROFILES[name])
-    if not name.startswith("gpu"):
-        # bf16 autocast pays only where the CPU computes in bf16 (AVX-512 BF16, AMX, Arm BF16)
-        # and does it faster than fp32, which the hardware detection measured once for this CPU
-        # (Hardware.bf16_pays); without bf16 instructions oneDNN emulates it and an update is
-        # ~10x slower than fp32 (measured on an AVX2-only AMD EPYC).
-        over["amp"] = hw.bf16_pays
-        # torch.compile of the learner's loss (from its 2,000th update on) took a bf16 learner from
-        # 48.6 to 55.7 updates/s inside the default Pong run (AMD EPYC Zen 5, 2 cores); in fp32 it
-        # is not measured yet. Its CPU code generation needs a C++ compiler.
-        over["compile"] = hw.bf16_pays and hw.cpp_compiler
-        # A collector's forward pass in bf16: on the Xeon (family 6 model 167, AMX), 8 envs, 1.27x
-        # faster for the Atari preset's network, 1.46x for Mario's, 2.06x for impala-s; the core
-        # time it frees goes to the learner, which shares the cores with the collectors (an
-        # impala-s Pong run +11% agent steps/s; the default network's run unchanged).
-        over["act_bf16"] = hw.bf16_pays
-    if name == "cpu-small":
-        # The NES emulator keeps a Mario collector busy on its core (94% of its time), so there the
-        # learner takes only the cores left; two threads slowed Mario from ~195 to ~125 agent steps/s.
-        mario = family == "mario"
-        over["learner_threads"] = max(1, hw.cores - CollectorConfig.num_collectors) if mario else hw.cores
-        # ... and steps its envs on two threads (the emulator releases the GIL), taking the core time
-        # the learner leaves idle between its paced updates: 213-215 -> 232-235 agent steps/s on the
-        # 2-core Xeon (family 6 model 167), alternating 4-minute runs. A learner-bound Atari run
-        # gains nothing from a busier collector.
-        if mario:
-            over["env_threads"] = min(2, hw.cores)
-    if name == "cpu-large":
-        over["num_collectors"] = max(1, min(8, (hw.cores - 2) // 2))
-    elif name.startswith("gpu"):
-        if family == "atari":
-            # 16 env streams: fewer envs end their first games sooner (on an H100, 16-core Xeon
-            # host, Pong's last-20 mean reached 0 at 288k agent steps with 2 x 8 envs, where 8 x 32
-            # had ended no game by 140k). The replay stays the preset's, as on a CPU (1M is a
-            # recipe change, unmeasured).
-            over.update(num_collectors=2, envs_per_collector=8)
-            over.pop("buffer_size", None)
-        # Those streams spread over as many collectors as the cores the learner process leaves:
-        # with 2 x 8 envs the learner was busy 23% of the time while each collector spent ~45% of
-        # its core choosing actions (H100, 16 cores: 2 of them played). The same streams, so the
-        # replay holds at each agent step what it held before, and the recipe learns per agent
-        # step as before; each collector's batch is smaller, and there are more of them.
-        over["num_collectors"], over["envs_per_collector"] = fitted_layout(
-            over.get("num_collectors", CollectorConfig.num_collectors) *
-            over.get("envs_per_collector", CollectorConfig.envs_per_collector), hw.cores)
-        # acting in bf16 where this CPU computes it clearly faster, as the bf16 probe measured it
-        # (1.27-2.06x for a collector's forward pass on the Xeon family 6 model 167)
-        over["act_bf16"] = hw.bf16_pays
-    per = FRAME_BYTES + REPLAY_META_BYTES
-    fit = int(hw.ram_available_bytes * 0.5 // per)
-    over["buffer_size"] = max(10_000, min(over.get("buffer_size", ReplayConfig.buffer_size), fit))
-    return over
-
-
-# Cores the learner process keeps on a GPU host: its main thread (the update loop and CUDA
-# launches), the consolidation thread and the prefetch thread.
-LEARNER_PROCESS_CORES = 3
-
-
-def fitted_layout(streams: int, cores: int) -> tuple[int, int]:
-    """(collectors, envs each) for ``streams`` envs on a host of ``cores``: as many collectors as
-    the cores the learner process leaves, each with an equal share of the streams (the most
-    collectors that divide them evenly, so every collector steps as many envs)."""
-    free = max(1, cores - LEARNER_PROCESS_CORES)
-    n = max(d for d in range(1, min(free, streams) + 1) if streams % d == 0)
-    return n, streams // n
-
-
-def layout_reason(cfg_collectors: int, envs: int, hw: Hardware, name: str) -> str:
-    """Why a GPU profile's collectors are what they are on this host (``python config_optimized.py``)."""
-    if not name.startswith("gpu"):
-        return ""
-    free = max(1, hw.cores - LEARNER_PROCESS_CORES)
-    return (f"{cfg_collectors} collector(s) x {envs} envs: the recipe's {cfg_collectors * envs} env streams over the "
-            f"{free} of {hw.cores} cores the learner process leaves (it keeps {LEARNER_PROCESS_CORES}: its loop, "
-            "the consolidation and the prefetch threads)")
-
-
-# ----------------------------------------------------------------------------- errors
-class ConfigError(ValueError):
-    """A config value that cannot work; the message names the field, the value and the fix."""
-
-
-def main(argv: list[str] | None = None) -> int:
+if __name__ == "__main__":  # python config_optimized.py: the show runs as the program, importing this file afresh
     from pipeline.settings.layers import show
 
-    return show(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(show())

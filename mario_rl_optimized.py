@@ -20,7 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from config_optimized import FIELDS, ConfigError, RunConfig
+from config_optimized import FIELDS, ConfigError, RunConfig, UserError
 from pipeline.settings.cli import flag, parse_args  # noqa: F401  (parse_args re-exported: mario_rl_optimized.parse_args)
 
 
@@ -196,10 +196,8 @@ def load(source, seed: int | None = None):
 
 
 def main(argv=None) -> int:
-    from pipeline.records.checkpoint import CheckpointError
-    from pipeline.records.hub import HubError
-    from pipeline.replay.snapshot import ReplayFileError
-
+    """The training command: what the user can fix (``UserError``: a bad setting, a damaged
+    checkpoint or replay file, a Hub refusal) is one line and exit code 2."""
     args = parse_args(argv)
     try:
         if args.help:  # every option on one line, with the value it takes here (the other options given count)
@@ -223,17 +221,14 @@ def main(argv=None) -> int:
         from pipeline.run import prepare_run
 
         cfg, hw, notes = prepare_run(args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except (CheckpointError, ReplayFileError, HubError) as e:  # one clear line, no traceback
+    except UserError as e:  # one clear line, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
     from pipeline.run import train_run
 
     try:
         return train_run(cfg, hw, notes).exit_code
-    except ConfigError as e:  # another run holds the folder: refused before anything starts
+    except UserError as e:  # another run holds the folder: refused before anything starts
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -264,9 +259,9 @@ def cli(argv=None) -> int:
             return 2
         return main([f"--{command}", *rest])
     if command == "config":
-        import config_optimized
+        from pipeline.settings.layers import show
 
-        return config_optimized.main(rest)
+        return show(rest)
     if command == "bench":
         import benchmark_performance
 

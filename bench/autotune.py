@@ -13,11 +13,11 @@ def autotune(seconds: float, quick: bool = False, env: str = "ALE/Pong-v5") -> d
     """Coordinate search over the system's knobs (collector count, envs per collector, learner
     threads; never the batch size, which changes what is learned per update), each trial a
     short real run of ``env`` at the default replay ratio; the best becomes the autotuned
-    profile of env's game family (config_optimized.autotuned_path), which the auto profile then
+    profile of env's game family (pipeline.settings.profiles.autotuned_path), which the auto profile then
     prefers for that family only."""
-    from config_optimized import autotuned_path, pick_profile, scale_profile
     from pipeline.settings.hardware import detect_hardware
     from pipeline.settings.layers import resolve_config
+    from pipeline.settings.profiles import autotuned_path, pick_profile, scale_profile
     from pipeline.records.record import write_json
     from presets import family_of
 

@@ -98,3 +98,26 @@ def test_help_for_an_unknown_env_is_one_line(capsys):
     assert main(["--help", "--env", "ALE/Pnog-v5"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1 and "Did you mean ALE/Pong-v5" in err
+
+
+def test_every_error_a_user_fixes_is_one_type_the_command_lines_print_as_one_line(capsys, tmp_path):
+    """``UserError``: bad input (ConfigError) and the run files a user can fix (a checkpoint, a
+    saved replay, a Hub refusal) are one type, which each command line turns into one line, exit
+    code 2; the file errors stay RuntimeErrors, as the run's own handlers catch them."""
+    import benchmark_performance
+    from config_optimized import ConfigError, UserError
+    from pipeline.records.checkpoint import CheckpointError
+    from pipeline.records.hub import HubError
+    from pipeline.replay.snapshot import ReplayFileError
+
+    assert issubclass(ConfigError, UserError) and issubclass(ConfigError, ValueError)
+    for kind in (CheckpointError, ReplayFileError, HubError):
+        assert issubclass(kind, UserError) and issubclass(kind, RuntimeError)
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(b"not a checkpoint")
+    assert main(["--eval", str(damaged)]) == 2  # a CheckpointError
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and str(damaged) in err[0]
+    assert benchmark_performance.main(["--value-check", str(tmp_path / "no-run")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")

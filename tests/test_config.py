@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from config_optimized import FIELDS, Config, ConfigError, pick_profile
+from config_optimized import FIELDS, Config, ConfigError
 from pipeline.settings.check import validate
 from pipeline.settings.layers import resolve_config
 from pipeline.settings.hardware import Hardware
+from pipeline.settings.profiles import pick_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 GiB = 2**30
@@ -72,7 +73,7 @@ def test_gpu_profiles_keep_marios_streams_and_fit_its_collectors():
 
 
 def test_fitted_layout_divides_the_streams_evenly():
-    from config_optimized import fitted_layout
+    from pipeline.settings.profiles import fitted_layout
 
     assert fitted_layout(16, 16) == (8, 2) and fitted_layout(16, 14) == (8, 2) and fitted_layout(16, 11) == (8, 2)
     assert fitted_layout(16, 10) == (4, 4) and fitted_layout(12, 9) == (6, 2) and fitted_layout(7, 64) == (7, 1)
@@ -154,7 +155,7 @@ def test_defaults_validate_on_this_machine():
     """What `python mario_rl_optimized.py` with no options trains here: Mario 1-1 with the Mario
     preset over this machine's profile, on the CPU without CUDA, compiled only where bf16 pays and a
     compiler is there, and nothing about it refused."""
-    from config_optimized import autotuned_path
+    from pipeline.settings.profiles import autotuned_path
     from presets import load_preset
 
     res = resolve_config({})
@@ -245,12 +246,10 @@ def test_profile_file_that_does_not_parse(tmp_path, monkeypatch):
 
 def test_unwritable_run_dir(tmp_path, monkeypatch):
     # CI runs as root, for whom every directory is writable; pretend tmp_path is read-only.
-    import config_optimized
-
     locked = tmp_path / "locked"
     locked.mkdir()
     real = os.access
-    monkeypatch.setattr(config_optimized.os, "access", lambda p, m: False if str(p) == str(locked) else real(p, m))
+    monkeypatch.setattr(os, "access", lambda p, m: False if str(p) == str(locked) else real(p, m))
     msg = _error(run_dir=str(locked / "run"))
     assert f"cannot be written ({locked} is not writable" in msg
 

@@ -196,7 +196,7 @@ def test_resuming_a_run_recorded_before_a_setting_existed_trains_what_it_trained
 def test_a_mario_run_recorded_when_mario_ignored_noop_starts_resumes_without_them(tmp_path):
     """Mario honoured --noop-max and --sticky-actions only from commit 12057b4 on: a record made
     before it that says noop_max 30 trained without no-op starts, and resumes (and plays) so."""
-    from pipeline.settings.layers import MARIO_IGNORED_UNTIL, as_trained, record_predates
+    from pipeline.settings.migrate import MARIO_IGNORED_UNTIL, as_trained, record_predates
 
     ref = MARIO_IGNORED_UNTIL[0]
     before = subprocess.run(["git", "rev-parse", f"{ref}^"], cwd=ROOT, capture_output=True, text=True).stdout.strip()

@@ -4,11 +4,20 @@ import goes down the layers of docs/architecture.md (or stays in its layer), nev
 Reads the source with ``ast`` and imports nothing. Module-level imports are the ``import`` and
 ``from`` statements that run when a module is imported: at the top, and inside module-level
 ``if``/``try``/``with`` blocks and class bodies; not those inside functions (they run on use),
-nor those under ``if TYPE_CHECKING:`` (annotations only). An import names the module it loads:
+nor those under ``if TYPE_CHECKING:`` (annotations only) or ``if __name__ == "__main__":`` (they
+run when the file is the program, not when it is imported). An import names the module it loads:
 ``from pipeline.records import files`` is an import of ``pipeline.records.files``, while
 ``from pipeline.replay import Replay`` is one of the package ``pipeline.replay``. The parent
 packages Python initializes on the way are not counted: a package's ``__init__`` importing its
 own submodules is not a circle.
+
+The circle check counts every import, those inside functions too: an import that runs on use
+still ties two modules together, and a circle closed inside a function is a circle. Only a
+script's block (``if __name__ == "__main__":`` at module level) is not its module's: it runs when
+the file is the program, as the module ``__main__``, which nothing imports, so an import there
+cannot lead back to it (``python config_optimized.py`` imports the show, which imports a fresh
+``config_optimized``). Going up the layers inside a function is allowed only where
+``LAZY_ALLOWED`` names the import and why; it never excuses a circle.
 """
 from __future__ import annotations
 
@@ -26,8 +35,8 @@ LAYERS = {
     "config_optimized": 0,
     "presets": 0,
     "wrappers.options": 0,
-    "pipeline.settings.hardware": 0,
     "pipeline.quick_exit": 0,  # the end of a script or a spawned child: imports nothing of the project
+    "pipeline.errors": 0,  # UserError and ConfigError: imports nothing, every layer raises them
     # 1: environments and networks
     "wrappers": 1,
     "models": 1,
@@ -97,6 +106,8 @@ def module_level_imports(tree: ast.Module):
         node = todo.pop(0)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
+        elif isinstance(node, ast.If) and _is_script_block(node):  # runs as the program, not on import
+            todo += node.orelse
         elif isinstance(node, ast.If):
             todo += node.orelse if _is_type_checking(node.test) else node.body + node.orelse
         elif isinstance(node, ast.Try | ast.TryStar):
@@ -105,10 +116,19 @@ def module_level_imports(tree: ast.Module):
             todo += node.body
 
 
-def all_imports(tree: ast.Module):
+def _is_script_block(node: ast.stmt) -> bool:
+    """``if __name__ == "__main__":``: what runs when the file is the program."""
+    test = getattr(node, "test", None)
+    return (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__" and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
+
+
+def all_imports(tree: ast.Module, script: bool = True):
     """Every import statement, in functions too (they run on use, and still tie the modules
-    together), but not those under ``if TYPE_CHECKING:`` (annotations only)."""
-    todo = list(ast.iter_child_nodes(tree))
+    together), but not those under ``if TYPE_CHECKING:`` (annotations only); with ``script``
+    False, not those of the module's script block either (they are ``__main__``'s)."""
+    todo = [n for n in ast.iter_child_nodes(tree) if script or not _is_script_block(n)]
     while todo:
         node = todo.pop(0)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -119,9 +139,16 @@ def all_imports(tree: ast.Module):
             todo += list(ast.iter_child_nodes(node))
 
 
-# Imports that go up the layers or close a circle, inside functions, on purpose: each named with
+def module_imports(tree: ast.Module):
+    """The imports that tie a module to others, for the circle check: every one (in functions
+    too) but its script block's."""
+    return all_imports(tree, script=False)
+
+
+# Imports that go up the layers inside functions (or a script block), on purpose: each named with
 # why. The entry points load what they run only when asked (``python config_optimized.py`` shows
-# the resolved config through pipeline.settings.layers, which imports the config).
+# the resolved config through pipeline.settings.layers). None of them may close a circle: the
+# circle check counts them all.
 LAZY_ALLOWED = {
     ("config_optimized", "pipeline.settings.layers"): "the entry point `python config_optimized.py` (show)",
 }
@@ -160,8 +187,9 @@ def layer_of(name: str) -> int | None:
     return None
 
 
-def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One cycle (as a path that returns to its start) per strongly connected group of modules."""
+def circle_groups(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected groups of more than one module: each module of a group reaches
+    every other through imports, around one circle or several."""
     index, low, on_stack, stack, groups = {}, {}, set(), [], []
 
     def visit(v):  # Tarjan's algorithm
@@ -188,8 +216,13 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     for v in sorted(graph):
         if v not in index:
             visit(v)
+    return groups
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (as a path that returns to its start) per strongly connected group of modules."""
     cycles = []
-    for group in groups:  # a path from the group's first module back to it, inside the group
+    for group in circle_groups(graph):  # a path from the group's first module back to it, inside the group
         start = min(group)
         prev, todo = {start: None}, [start]
         while todo:
@@ -226,9 +259,12 @@ def test_module_level_imports_go_down_the_layers():
     assert not upward, "imports from a lower layer to a higher one:\n  " + "\n  ".join(upward)
 
 
-def test_the_config_never_imports_the_pipeline():
-    graph = import_graph(project_modules())
-    assert not {t for t in graph["config_optimized"] if t.startswith("pipeline")}
+def test_the_config_imports_only_layer_0():
+    """``import config_optimized`` loads the schema alone: nothing of the pipeline but its user
+    errors, in functions neither (its script block, the show, apart)."""
+    graph = import_graph(project_modules(), module_imports)
+    assert {t for t in graph["config_optimized"] if layer_of(t) != 0} == set()
+    assert {t for t in graph["config_optimized"] if t.startswith("pipeline")} == {"pipeline.errors"}
 
 
 def test_the_cycle_check_finds_a_planted_cycle():
@@ -264,8 +300,11 @@ def test_imports_inside_functions_go_down_the_layers_too():
 
 
 def test_no_import_circle_inside_functions_either():
-    cycles = find_cycles(function_level_graph(project_modules()))
-    assert not cycles, "import circles (in functions too):\n" + "\n".join("  " + " -> ".join(c) for c in cycles)
+    """Every import counts, the lazy loads that LAZY_ALLOWED lets go up the layers included."""
+    graph = import_graph(project_modules(), module_imports)
+    groups = circle_groups(graph)
+    assert not groups, "import circles (in functions too), each group of modules tied together, and one circle in it:\n" + \
+        "\n".join(f"  {len(g)} modules {sorted(g)}: " + " -> ".join(c) for g, c in zip(groups, find_cycles(graph)))
 
 
 def test_every_allowed_lazy_import_is_still_there():
@@ -295,3 +334,20 @@ def test_the_checks_find_each_kind_of_fault(tmp_path):
                                                        "models.top (layer 1) imports pipeline.run (layer 4)"]
     assert find_cycles(import_graph(mods)) == []
     assert find_cycles(import_graph(mods, all_imports)) == [["models.a", "models.b", "models.a"]]
+    assert find_cycles(import_graph(mods, module_imports)) == [["models.a", "models.b", "models.a"]]
+
+
+def test_a_script_block_closes_no_circle_but_a_function_does(tmp_path):
+    """``if __name__ == "__main__":`` imports are the program's, not the module's: the module that
+    imports this one back gets a fresh copy whose script block never runs. The same import in a
+    function is a circle."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "show.py").write_text("import models.config\n")
+    (tmp_path / "models" / "config.py").write_text(
+        "X = 1\nif __name__ == '__main__':\n    import models.show\n")
+    (tmp_path / "models" / "config2.py").write_text("def main():\n    import models.show2\n")
+    (tmp_path / "models" / "show2.py").write_text("import models.config2\n")
+    mods = {f"models.{n}": tmp_path / "models" / f"{n}.py" for n in ("show", "config", "config2", "show2")}
+    assert find_cycles(import_graph(mods, module_imports)) == [["models.config2", "models.show2", "models.config2"]]
+    assert "models.show" not in import_graph(mods)["models.config"]  # nor is it run on import
+    assert "models.show" in import_graph(mods, all_imports)["models.config"]  # the layer check still sees it

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from config_optimized import RESUME_HERE, Config, ConfigError, pick_profile
+from config_optimized import RESUME_HERE, Config, ConfigError
 from pipeline.records.run_folder import latest_run, resolve_run_dir
 from pipeline.settings.hardware import Hardware
+from pipeline.settings.profiles import pick_profile
 from tests.proc_utils import CATCH, check_clean, run
 
 

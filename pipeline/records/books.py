@@ -9,13 +9,13 @@ import json
 import time
 from pathlib import Path
 
-from config_optimized import profile_reason
 from wrappers.registry import is_mario
 
 from ..collector import epsilon_schedule
 from ..evaluation.periodic_eval import run_eval_plan
 from ..games import Episode
 from ..learner import lr_schedule
+from ..settings.profiles import profile_reason
 from . import checkpoint as ckpt
 from .counters import RunCounters
 from .episodes import SCORE_WINDOW, ScoreTracker, episode_row, read_episodes

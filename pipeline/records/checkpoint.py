@@ -11,12 +11,14 @@ import torch
 
 from models import NetworkSpec
 
+from ..errors import UserError
 from ..file_keys import current_keys
 from .files import CHECKPOINT_NAME, TMP_SUFFIX, WEIGHTS_BEST_FIRST
 
 
-class CheckpointError(RuntimeError):
-    pass
+class CheckpointError(UserError, RuntimeError):
+    """A checkpoint that cannot be used: missing, damaged or of another run; the message names the
+    file, the problem and the fix."""
 
 
 # The settings that decide what network the weights fit: kept in every checkpoint's meta (with the

@@ -13,13 +13,14 @@ import shutil
 import statistics
 from pathlib import Path
 
+from ..errors import UserError
 from .files import CHECKPOINT_NAME, CURVE_NAME, EVAL_NAME, MODEL_CARD_NAME, RECORD_NAME, VIDEO_NAME
 
 HF_PREFIX = "hf://"
 WEIGHTS_NAME = CHECKPOINT_NAME  # the uploaded weights keep a run's checkpoint name: --eval hf:// loads them alike
 
 
-class HubError(RuntimeError):
+class HubError(UserError, RuntimeError):
     """A run that cannot be shared as it is, or a Hub call that failed; the message says why."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import UserError
 from ..file_keys import current_keys
 
 ARRAYS = ("frames", "action", "reward", "flags", "pos", "written")
@@ -32,7 +33,7 @@ ARRAYS = ("frames", "action", "reward", "flags", "pos", "written")
 DAMAGED = (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError)
 
 
-class ReplayFileError(RuntimeError):
+class ReplayFileError(UserError, RuntimeError):
     """A replay file that cannot be used; the message names the file, the problem and the fix."""
 
 

@@ -8,7 +8,9 @@ import argparse
 import difflib
 import re
 
-from config_optimized import FIELDS, RENAMED_FIELDS
+from config_optimized import FIELDS, flag
+
+from .migrate import RENAMED_FIELDS
 
 # What other DQN programs (CleanRL, SB3) call an option of ours: a user who types theirs is
 # pointed at ours, where spelling alone would point elsewhere (--learning-rate reads closest to
@@ -47,11 +49,6 @@ class Parser(argparse.ArgumentParser):
             guesses = [f"{w.split('=', 1)[0]}: did you mean {g}?" for w in flags if (g := self.closest(w))]
             return f"; {'; '.join(guesses)}" if guesses else " (--help lists every option)"
         return "" if "e.g." in message else " (--help lists every option)"
-
-
-def flag(name: str) -> str:
-    """A Config field's command-line option (``adam_eps`` -> ``--adam-eps``)."""
-    return "--" + name.replace("_", "-")
 
 
 def _number(kind: type, example):

@@ -1,5 +1,5 @@
 """What the machine has (cores, memory, CPU model and bf16 support, GPU) and which device the
-learner runs on; the hardware profiles in ``config_optimized`` are picked from it."""
+learner runs on; the hardware profiles (``profiles.py``) are picked from it."""
 from __future__ import annotations
 
 import os
@@ -7,6 +7,9 @@ import platform
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..errors import ConfigError
+from .profiles import profile_dir
 
 
 @dataclass
@@ -76,11 +79,9 @@ def cpu_name(model: str, cpu_id: str) -> str:
 
 
 def known_bf16_speedups() -> tuple[Path, dict]:
-    """SPEEDUP_FILE, in the user's config folder (``config_optimized.profile_dir``, beside the
+    """SPEEDUP_FILE, in the user's config folder (``profiles.profile_dir``, beside the
     autotuned profiles), and the speedups it holds ({} where it is missing or unreadable)."""
     import json
-
-    from config_optimized import profile_dir
 
     path = profile_dir() / SPEEDUP_FILE
     try:
@@ -143,8 +144,6 @@ def detect_cores() -> int:
     told = os.environ.get(CORES_ENV, "").strip()
     if told:
         if not told.isdigit() or int(told) < 1:
-            from config_optimized import ConfigError
-
             raise ConfigError(f"{CORES_ENV}={told!r}: give a core count (a positive integer), or unset it to "
                               "detect this machine's cores")
         return int(told)

@@ -1,6 +1,7 @@
 """Where a run's settings come from: one flag per config field, config files (TOML or JSON, flat
-or in part tables), the game family's preset, the hardware profile and a resumed run's record,
-layered in that order under the flags, with the layer that set each value."""
+or in part tables), the game family's preset, the hardware profile (``profiles.py``) and a
+resumed run's record (read as today's settings by ``migrate.py``), layered in that order under
+the flags, with the layer that set each value; ``python config_optimized.py`` shows them (``show``)."""
 from __future__ import annotations
 
 import argparse
@@ -9,15 +10,17 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config_optimized import (FIELDS, FRAME_BYTES, PARTS, PROFILES, RENAMED_FIELDS, REPLAY_META_BYTES, Config,
-                              ConfigError, autotuned_path, layout_reason, pick_profile, scale_profile)
+from config_optimized import (FIELDS, FRAME_BYTES, PARTS, REPLAY_META_BYTES, RUN_CONTROL, Config, ConfigError,
+                              UserError, flag)
 from presets import family_of, load_preset
 
 from ..records.files import RECORD_NAME
 from ..records.run_folder import RUNS_ROOT, resume_target
 from .check import validate
-from .cli import Parser, add_config_arguments, flag
+from .cli import Parser, add_config_arguments
 from .hardware import Hardware, detect_hardware, resolve_device
+from .migrate import as_trained, current_names
+from .profiles import PROFILES, autotuned_path, layout_reason, pick_profile, scale_profile
 
 
 def flatten(data: dict) -> dict:
@@ -29,11 +32,9 @@ def flatten(data: dict) -> dict:
             out.update(v)
         else:
             out[k] = v
-    return {RENAMED_FIELDS.get(k, k): v for k, v in out.items()}
+    return current_names(out)
 
 
-# Fields a saved run record never sets: they say where this start writes, not how it trains.
-RUN_CONTROL = ("resume", "run_dir", "overwrite")
 # What a resumed run cannot change: the checkpoint's network and replay were made for these.
 FIXED_ON_RESUME = ("env", "frame_stack", "model_arch", "dueling", "quantiles", "iqn_taus", "mario_actions")
 
@@ -85,64 +86,6 @@ def read_config_file(path: str | Path) -> dict:
             raise ConfigError(f"--config {path}: unknown field {key!r}" + (f"; did you mean {near[0]!r}?" if near else
                               "; python config_optimized.py lists the fields"))
     return {k: _typed(k, v, f"--config {path}") for k, v in data.items()}
-
-
-# A run record lacks the fields added after its run started. Such a run trained as the code did
-# before the field existed, which is the field's Config default unless listed here (where the
-# default has moved since); never the game preset's or the profile's value, which may differ
-# (the Atari preset trains QR-DQN on batch-normalized targets; a run recorded before either
-# existed trained neither).
-BEFORE_IT_EXISTED = {"bn_targets": "running", "quantiles": 0, "stop_at_flag": False}  # n_step_cut: its default
-# Settings a Mario run recorded but ignored before the commit that made Mario honour them.
-MARIO_IGNORED_UNTIL = ("12057b4", {"noop_max": 0, "sticky_actions": 0.0})
-NOT_RECORDED = ("profile",)  # resolved apart: the saved profile name, else this machine's
-
-
-def record_predates(commit: str | None, ref: str) -> bool | None:
-    """Whether the recorded commit comes before ``ref`` in this checkout's history: True, False,
-    or None when git cannot tell (no git, a shallow clone, a commit it does not have)."""
-    import subprocess
-
-    from ..records.record import ROOT
-
-    commit = (commit or "").split(" ")[0]
-    if len(commit) < 7 or not all(c in "0123456789abcdef" for c in commit):
-        return None
-    try:
-        out = subprocess.run(["git", "merge-base", "--is-ancestor", commit, f"{ref}^"], cwd=ROOT,
-                             capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return {0: True, 1: False}.get(out.returncode)
-
-
-def as_trained(saved: dict, commit: str | None, env: str) -> tuple[dict, list[str]]:
-    """The values a recorded run trained with that its record does not say: each field added
-    since takes the value the code used before it existed; Mario's no-op starts and sticky actions
-    recorded before Mario honoured them take 0. Returns (those values, a note for each)."""
-    from wrappers.registry import is_mario
-
-    fills, notes = {}, []
-    missing = [k for k in FIELDS if k not in saved and k not in RUN_CONTROL and k not in NOT_RECORDED]
-    defaults = Config()
-    for k in missing:
-        fills[k] = BEFORE_IT_EXISTED.get(k, defaults.get(k))
-        notes.append(f"{flag(k)} {fills[k]!r}: the run was recorded before this setting existed and trained as "
-                     f"{fills[k]!r} does")
-    ref, ignored = MARIO_IGNORED_UNTIL
-    if is_mario(env) and any(saved.get(k) not in (None, v) for k, v in ignored.items()):
-        before = record_predates(commit, ref)
-        for k, v in ignored.items():
-            if saved.get(k) in (None, v):
-                continue
-            if before:
-                fills[k] = v
-                notes.append(f"{flag(k)} {v!r}: the record says {saved[k]!r}, which Mario ignored when the run "
-                             f"started (commit {(commit or '').split(' ')[0][:10]}, before {ref}); kept as it trained")
-            elif before is None:
-                notes.append(f"{flag(k)} {saved[k]!r}: kept as recorded, but git cannot tell whether the run's commit "
-                             f"predates {ref}, before which Mario ignored it")
-    return fills, notes
 
 
 def read_run_config(run_dir: Path) -> tuple[dict, list[str]]:
@@ -284,7 +227,7 @@ def show(argv: list[str] | None = None) -> int:
         res = resolve_config(args)
         cfg, hw, name = res.cfg, res.hw, res.profile
         warnings = validate(cfg, hw)
-    except ConfigError as e:
+    except UserError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
     print(f"Hardware: {hw.describe()}")
