@@ -60,7 +60,7 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
                 while ratio.update_due(steps, trained):
                     learner.update([learner.batch_from(replay, cfg.learner.batch_size)])
                     trained += cfg.learner.batch_size
-                for ep in finished_games(fields, steps, time.monotonic()):
+                for ep in finished_games(fields, steps, time.monotonic(), env.family.game_stats):
                     row = episode_row(ep, ep.t - t0, learner.updates, trained)
                     f.write(json.dumps(row) + "\n")
                     tracker.add_row(row)

@@ -17,7 +17,7 @@ import numpy as np
 from config_optimized import CollectorConfig, Config, LearnerConfig
 from wrappers.options import EnvOptions
 
-from .transition import EP_END, FLAG_GET, STATS
+from .transition import EP_END, STATS
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class RecordPusher:
         ended = np.flatnonzero(fields["flags"] & EP_END)[-room:] if room > 0 else np.zeros(0, np.int64)
         if len(ended):
             stats = {k: v[ended].copy() for k, v in fields.items()}
-            stats["flags"] = (stats["flags"] & (EP_END | FLAG_GET)) | STATS
+            stats["flags"] = (stats["flags"] & EP_END) | STATS  # the game family's statistics ride in its fields
             self.pending = (np.zeros((len(ended), *frames.shape[1:]), frames.dtype), stats)
         else:
             self.pending = None
@@ -191,15 +191,15 @@ class Collector:
 
     def step(self, global_steps: int) -> tuple[np.ndarray, dict, int]:
         """Act in every env and step them once, epsilon from the run's agent steps; counts the
-        agent steps played, the time in acting and in the envs, and the stalls. Returns (frames, record
-        fields, agent steps)."""
+        agent steps played, the time in acting and in the envs, and the learning episodes the
+        game family's rule ended. Returns (frames, record fields, agent steps)."""
         r, b = self.rollout, self.block
-        act_ns, step_ns, stalls = r.act_ns, r.step_ns, r.stalls
+        act_ns, step_ns, cuts = r.act_ns, r.step_ns, r.game.cuts
         frames, fields, live, _ = r.step(self.exploration.epsilon(global_steps))
         b.played += live
         b.act_ns += r.act_ns - act_ns
         b.env_ns += r.step_ns - step_ns
-        b.stalls += r.stalls - stalls
+        b.cuts += r.game.cuts - cuts
         return frames, fields, live
 
     def close(self) -> None:
@@ -225,6 +225,8 @@ def _collect(start: CollectorStart):
 
     import torch
 
+    from wrappers.families import game_family
+
     from .control import ControlBlock
     from .process_start import learner_alive
     from .ring import Ring
@@ -232,7 +234,8 @@ def _collect(start: CollectorStart):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
     spec = start.spec
     c = spec.collectors
-    ring = Ring.attach(start.ring_name, c.ring_capacity)
+    # the record's fields are the common ones and the game family's, as the learner laid them out
+    ring = Ring.attach(start.ring_name, c.ring_capacity, extras=game_family(spec.env).fields)
     control = ControlBlock.attach(start.control_name, start.n_weights)
 
     def give_up() -> bool:

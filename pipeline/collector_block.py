@@ -18,8 +18,8 @@ import numpy as np
 # int64 word indices; 0 and 8 are the ring's head and tail, each on its own cache line, and the
 # learner's word (ALLOWED) sits apart from the collector's counters.
 ALLOWED = 16
-DROPS, RING_WAIT_NS, THROTTLE_NS, PLAYED, DROPPED_STEPS, ENV_NS, ACT_NS, STALLS = 24, 25, 26, 27, 28, 29, 30, 31
-BLOCK_WORDS = STALLS + 1  # a block kept apart from any ring (a Ray collector's) needs no more
+DROPS, RING_WAIT_NS, THROTTLE_NS, PLAYED, DROPPED_STEPS, ENV_NS, ACT_NS, CUTS = 24, 25, 26, 27, 28, 29, 30, 31
+BLOCK_WORDS = CUTS + 1  # a block kept apart from any ring (a Ray collector's) needs no more
 
 
 class _Word:
@@ -44,7 +44,8 @@ class CollectorBlock:
     throttle_ns = _Word(THROTTLE_NS, "time spent held back by the allowance (collector)")
     env_ns = _Word(ENV_NS, "time spent stepping the envs (collector)")
     act_ns = _Word(ACT_NS, "time spent choosing actions (collector)")
-    stalls = _Word(STALLS, "learning episodes that --stall-steps ended (collector)")
+    # (Mario's stall rule, --stall-steps: wrappers/families.py)
+    cuts = _Word(CUTS, "learning episodes the game family's rule ended (collector)")
 
     def __init__(self, words: np.ndarray):
         self.words = words  # the ring's int64 header

@@ -9,16 +9,18 @@ import time
 import numpy as np
 
 from .distributed.no_ray import NoRayCollectors
-from .games import finished_games
+from .games import finished_games, no_stats
 from .transition import is_agent_step
 
 
 class Consolidator(threading.Thread):
-    def __init__(self, rings, replay, max_batch: int, log, log_interval: float, remote=None):
+    def __init__(self, rings, replay, max_batch: int, log, log_interval: float, remote=None, game_stats=no_stats):
         """``remote``: the Ray collectors' intake (``RayCollectors``), whose batches go into the
-        replay like ring records, after the rings' collectors in stream order; none: no Ray."""
+        replay like ring records, after the rings' collectors in stream order; none: no Ray.
+        ``game_stats``: the game family's statistics of a finished game (``GameFamily.game_stats``)."""
         super().__init__(name="consolidator", daemon=True)
         self.rings, self.replay, self.max_batch = rings, replay, max_batch
+        self.game_stats = game_stats
         self.remote = NoRayCollectors() if remote is None else remote
         self.log, self.log_interval = log, log_interval
         self.stop_event = threading.Event()
@@ -41,7 +43,8 @@ class Consolidator(threading.Thread):
             flags = fields["flags"]
             self.processed += len(flags)
             self.agent_steps += int(np.count_nonzero(is_agent_step(flags)))
-            for ep in finished_games(fields, self.agent_steps + self.dropped_steps(), time.monotonic()):
+            steps = self.agent_steps + self.dropped_steps()
+            for ep in finished_games(fields, steps, time.monotonic(), self.game_stats):
                 self.finished.append(ep)
                 self.episodes_total += 1
         return sink

@@ -15,6 +15,7 @@ slot is never read.
 from __future__ import annotations
 
 import time
+import zlib
 
 import numpy as np
 
@@ -23,14 +24,24 @@ from .collector_block import CollectorBlock
 from .transition import FIELDS
 
 HEAD, TAIL = 0, 8  # int64 words: records ever written (producer), ever read (consumer)
-HEADER_WORDS = 40  # the rest is the collector's control block (collector_block.py)
+LAYOUT = 32  # written once by the creator: which record fields the slots hold (``layout_id``)
+HEADER_WORDS = 40  # words 16-31 are the collector's control block (collector_block.py)
 
 
-def _layout(capacity: int, frame_shape: tuple[int, int]):
+class RingLayoutError(RuntimeError):
+    """The ring was laid out for other record fields than the ones its attacher names."""
+
+
+def layout_id(fields) -> int:
+    """A number for a list of (name, dtype) fields: equal lists, equal numbers."""
+    return zlib.crc32(repr([(name, np.dtype(dt).str) for name, dt in fields]).encode())
+
+
+def _layout(capacity: int, frame_shape: tuple[int, int], fields):
     offsets, off = {}, HEADER_WORDS * 8
     offsets["frames"] = off
     off += capacity * frame_shape[0] * frame_shape[1]
-    for name, dt in FIELDS:
+    for name, dt in fields:
         off = (off + 63) // 64 * 64
         offsets[name] = off
         off += capacity * np.dtype(dt).itemsize
@@ -38,14 +49,19 @@ def _layout(capacity: int, frame_shape: tuple[int, int]):
 
 
 class Ring:
-    def __init__(self, seg, capacity: int, frame_shape: tuple[int, int], owner: bool):
+    """``extras``: the game family's record fields after the common ones (``GameFamily.fields``,
+    (name, dtype) pairs); the collector that attaches names the same, as both build them from
+    the run's env id."""
+
+    def __init__(self, seg, capacity: int, frame_shape: tuple[int, int], owner: bool, extras=()):
         self.seg, self.capacity, self.frame_shape, self.owner = seg, capacity, frame_shape, owner
-        offsets, _ = _layout(capacity, frame_shape)
+        self.fields = fields = (*FIELDS, *extras)
+        offsets, _ = _layout(capacity, frame_shape, fields)
         buf = seg.buf
         self.header = np.ndarray((HEADER_WORDS,), np.int64, buf, 0)
         self.block = CollectorBlock(self.header)
         self.frames = np.ndarray((capacity, *frame_shape), np.uint8, buf, offsets["frames"])
-        self.arrays = {name: np.ndarray((capacity,), dt, buf, offsets[name]) for name, dt in FIELDS}
+        self.arrays = {name: np.ndarray((capacity,), dt, buf, offsets[name]) for name, dt in fields}
         # Producer-side copies: head is only ever written by the producer, so it need not be read
         # back from shared memory; tail is re-read only when the cached value says "full". A
         # restarted collector attaches and goes on where its predecessor stopped.
@@ -53,15 +69,25 @@ class Ring:
         self._tail_seen = int(self.header[TAIL])
 
     @classmethod
-    def create(cls, tag: str, capacity: int, frame_shape=(84, 84)) -> "Ring":
-        seg = shm.create(tag, _layout(capacity, frame_shape)[1])
-        ring = cls(seg, capacity, frame_shape, owner=True)
+    def create(cls, tag: str, capacity: int, frame_shape=(84, 84), extras=()) -> "Ring":
+        seg = shm.create(tag, _layout(capacity, frame_shape, (*FIELDS, *extras))[1])
+        ring = cls(seg, capacity, frame_shape, owner=True, extras=extras)
         ring.header[:] = 0
+        ring.header[LAYOUT] = layout_id(ring.fields)
         return ring
 
     @classmethod
-    def attach(cls, name: str, capacity: int, frame_shape=(84, 84)) -> "Ring":
-        return cls(shm.attach(name), capacity, frame_shape, owner=False)
+    def attach(cls, name: str, capacity: int, frame_shape=(84, 84), extras=()) -> "Ring":
+        seg = shm.attach(name)
+        fields = (*FIELDS, *extras)
+        if seg.size < _layout(capacity, frame_shape, fields)[1] or \
+                int(np.ndarray((HEADER_WORDS,), np.int64, seg.buf, 0)[LAYOUT]) != layout_id(fields):
+            # a collector that wrote its records where the learner reads others would fill the
+            # replay with garbage, or crash far from the cause
+            shm.close_segment(seg, False)
+            raise RingLayoutError(f"ring {name} was laid out for other record fields than {[n for n, _ in fields]}: "
+                                  "the learner and its collector must build them from the same env id")
+        return cls(seg, capacity, frame_shape, owner=False, extras=extras)
 
     @property
     def name(self) -> str:

@@ -1,7 +1,11 @@
 """Acting in a batch of envs: one batched epsilon-greedy forward pass, one env step, and the
 step's records (newest frame once per env, action, clipped reward, episode flags) in the layout
 the ring and the replay writer share. Collector processes use it; so do the benchmark's
-single-process rows, so both measure the same code."""
+single-process rows, so both measure the same code.
+
+What the game family adds (its fields in every record, a rule that ends learning episodes, as
+Mario's stall rule does) is its ``GameTracker``'s (``wrappers/families.py``), which the rollout
+steps once per batch step: the rollout itself is the same for every game."""
 from __future__ import annotations
 
 import time
@@ -9,22 +13,21 @@ import time
 import numpy as np
 import torch
 
-from .transition import EP_END, EXPLORED, FIRST, FLAG_GET, LAST, TERM, TRUNC
+from wrappers.families import PLAIN, GameTracker
+
+from .transition import EP_END, EXPLORED, FIRST, LAST, TERM, TRUNC
 
 
 class Rollout:
     def __init__(self, env, model: torch.nn.Module, frame_stack: int, clip_rewards: bool, seed: int,
-                 reward_scale: float = 1.0, act_bf16: bool = False, stall_steps: int = 0,
-                 stall_penalty: float = 0.0):
+                 reward_scale: float = 1.0, act_bf16: bool = False, game: GameTracker | None = None):
         """``act_bf16``: choose actions with a folded bf16 copy of ``model``
         (``models.acting.Bf16ActingNet``, a pixel DQN of ``models``) on a CPU, under bf16 autocast
         on a GPU; actions are chosen on the device ``model`` is on. Whoever loads new weights
-        into ``model`` calls ``weights_loaded``. ``stall_steps`` (``EnvOptions.stall_steps``):
-        the step after which an env's x has not passed its furthest for that many agent steps
-        ends the learning episode (TERM, the game goes on), as a lost life does; ``stall_penalty``
-        (``EnvOptions.stall_penalty``, the game's units) is taken from that step's learned reward."""
+        into ``model`` calls ``weights_loaded``. ``game``: the game family's state over these
+        envs (``GameFamily.tracker``, where a run's rules come in: ``of``); none: the env's
+        family without rules (``env.family``; a stand-in env without one adds nothing)."""
         self.env, self.model, self.clip, self.scale = env, model, clip_rewards, reward_scale
-        self.stall_steps, self.stall_penalty = stall_steps, stall_penalty
         self.act_bf16 = act_bf16
         weight = next(model.parameters(), None)  # a policy without weights (a test's stand-in) acts on the host
         self.device = weight.device if weight is not None else torch.device("cpu")
@@ -43,19 +46,17 @@ class Rollout:
         self.broken = np.zeros(M, bool)  # the records before the next one were lost
         self.ep_ret = np.zeros(M, np.float32)
         self.ep_len = np.zeros(M, np.int32)
-        self.last_x = np.full(M, np.nan, np.float32)
-        self.got_flag = np.zeros(M, bool)
-        self.furthest = np.full(M, -np.inf, np.float32)  # furthest x of each env's learning episode
-        self.still = np.zeros(M, np.int32)  # agent steps since it last grew
-        self.stalls = 0  # learning episodes ended by stall_steps
+        # a stand-in env without a family (the tests', the benchmarks') adds nothing to the records
+        self.game = game if game is not None else getattr(env, "family", PLAIN).tracker(M)
         self.env_ids = np.arange(M, dtype=np.uint16)
         self.act_ns = self.step_ns = 0
 
     @classmethod
     def of(cls, env, model: torch.nn.Module, opts, seed: int, act_bf16: bool = False) -> Rollout:
-        """The rollout a run's ``EnvOptions`` ask for: its frame stack, reward handling and stall rule."""
+        """The rollout a run's ``EnvOptions`` ask for: its frame stack, reward handling and the
+        game family's rules (``env.family``)."""
         return cls(env, model, opts.frame_stack, opts.clip_rewards, seed, opts.reward_scale, act_bf16,
-                   opts.stall_steps, opts.stall_penalty)
+                   env.family.tracker(env.num_envs, opts))
 
     def weights_loaded(self) -> None:
         """The model took new weights: the acting copy, where there is one, follows."""
@@ -105,44 +106,33 @@ class Rollout:
         flags[(self.first & live) | self.broken] |= FIRST
         self.broken[:] = False
         terminated = st.terminated & live
-        has_x = live & ~np.isnan(st.x_pos)
-        learned = st.rewards  # the game's units; the log keeps them raw
-        if self.stall_steps:
-            # The env's game goes on: the stall is the learning episode's end, as a lost life is
-            # with EpisodicLife. Measured from the furthest x, not the last one, so pacing back and
-            # forth in one place is standing still too.
-            ahead = has_x & (st.x_pos > self.furthest)
-            self.furthest[ahead] = st.x_pos[ahead]
-            self.still = np.where(ahead, 0, self.still + has_x)  # an env with no x (Atari) never stalls
-            stalled = live & ~terminated & (self.still >= self.stall_steps)
-            self.stalls += int(stalled.sum())
-            terminated |= stalled
-            if self.stall_penalty:  # learned only, as the stall's TERM is
-                learned = learned - self.stall_penalty * stalled
+        # The game family's step: its per-env state, and the learning episodes its rule ends
+        # (the game goes on, as it does after a lost life with EpisodicLife), with the learned
+        # reward in the game's units (the log keeps them raw).
+        cut, learned = self.game.step(st, live, terminated, st.rewards)
+        if cut is not None:
+            terminated |= cut
         flags[terminated] |= TERM
         flags[st.truncated & live] |= TRUNC
         flags[reset] |= LAST | EP_END
-        flags[reset & self.got_flag] |= FLAG_GET
         flags[explore & live] |= EXPLORED
         learned = np.sign(learned) if self.clip else learned * self.scale
         reward = np.where(live, learned, 0.0).astype(np.float32)
         self.ep_ret += np.where(live, st.rewards, 0.0)
         self.ep_len += live
-        self.last_x[has_x] = st.x_pos[has_x]
-        self.got_flag |= live & st.flag
         # The record holds the frame the action was taken on; its stack is rebuilt at sample time.
         frames = self.stack[:, -1].copy()
         fields = dict(action=np.where(live, actions, 0).astype(np.uint8), reward=reward, flags=flags,
-                      env=self.env_ids, ep_return=self.ep_ret.copy(), ep_len=self.ep_len.copy(),
-                      x_pos=self.last_x.copy())
+                      env=self.env_ids, ep_return=self.ep_ret.copy(), ep_len=self.ep_len.copy())
+        self.game.record(fields)
 
         self.first &= reset  # a record was written for every live env; only reset envs start anew
         self.stack[:, :-1] = self.stack[:, 1:]
         self.stack[:, -1] = st.frames
-        restart_stack = reset | terminated  # a reset, a lost life (EpisodicLife) or a stall
+        restart_stack = reset | terminated  # a reset, a lost life (EpisodicLife) or the family's rule
         if restart_stack.any():
             self.stack[restart_stack] = st.frames[restart_stack][:, None]
             self.first |= restart_stack
-            self.furthest[restart_stack], self.still[restart_stack] = -np.inf, 0
-            self.ep_ret[reset], self.ep_len[reset], self.last_x[reset], self.got_flag[reset] = 0.0, 0, np.nan, False
+            self.game.restart(restart_stack, reset)
+            self.ep_ret[reset], self.ep_len[reset] = 0.0, 0
         return frames, fields, int(live.sum()), int(reset.sum())

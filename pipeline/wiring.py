@@ -17,6 +17,7 @@ import torch
 from config_optimized import Config, LearnerConfig
 from models.weights import flat_size
 from wrappers import count_actions
+from wrappers.families import game_family
 
 from . import shm
 from .consolidator import Consolidator
@@ -78,7 +79,7 @@ class Pipeline:
 
     def mark(self, t: float) -> PathMark:
         return PathMark(t, self.agent_steps(), self.learner.updates, self.collector_time_ns(), self.consolidator.busy_s,
-                        self.consolidator.drops(), sum(b.stalls for b in self.blocks()))
+                        self.consolidator.drops(), sum(b.cuts for b in self.blocks()))
 
     def set_allowance(self, steps: int, samples_trained_run: int, hold: bool = False) -> None:
         """Hold collectors back when the learner falls behind the replay ratio (or all of them,
@@ -210,15 +211,17 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
             undo.callback(remote.stop)
         publish(learner, control, remote)  # collectors act only with the learner's weights
         rings = []
+        family = game_family(cfg.env)  # its record fields in every ring, its statistics of each game
         for i in range(col.num_collectors):  # one by one: each made is released if a later one fails
-            rings.append(Ring.create(f"ring{i}", col.ring_capacity))
+            rings.append(Ring.create(f"ring{i}", col.ring_capacity, extras=family.fields))
             undo.callback(rings[-1].close)
         collectors = Collectors(children, cfg, [r.name for r in rings], control.name,
                                 n_weights, log, start.launches, remote)
         undo.callback(collectors.close)
         undo.callback(collectors.join)
         undo.callback(control.request_stop)
-        consolidator = Consolidator(rings, replay, rep.consolidation_batch, log, run.consolidation_log_interval, remote)
+        consolidator = Consolidator(rings, replay, rep.consolidation_batch, log, run.consolidation_log_interval, remote,
+                                    family.game_stats)
         prefetcher = Prefetcher(replay, learner, lrn.batch_size, rep.prefetch_batches)
         # a resumed run's ratio starts where its updates owed are still owed: the learner trains
         # them first, so a stop and a resume train as many samples per agent step as no stop

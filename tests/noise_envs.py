@@ -17,5 +17,4 @@ class NoiseEnvs:
 
     def step(self, actions):
         no = np.zeros(self.num_envs, bool)
-        return BatchStep(self.reset(), np.zeros(self.num_envs, np.float32), no, no, no,
-                         np.full(self.num_envs, np.nan, np.float32), no)
+        return BatchStep(self.reset(), np.zeros(self.num_envs, np.float32), no, no, no)

@@ -45,9 +45,8 @@ class FiveStepEnvs:
         term = ~reset & (self.t == EP_LEN)
         self.games_finished += int(term.sum())
         self.done = term
-        nan = np.full(self.num_envs, np.nan, np.float32)
         return BatchStep(self._frames(), np.where(reset, 0.0, 1.0).astype(np.float32), term,
-                         np.zeros(self.num_envs, bool), reset, nan, np.zeros(self.num_envs, bool))
+                         np.zeros(self.num_envs, bool), reset)
 
 
 class ZeroQ(torch.nn.Module):

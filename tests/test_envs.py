@@ -347,7 +347,16 @@ def test_batched_mario_reports_x_pos():
     env = BatchedEnv("SuperMarioBros-1-1-v0", EnvOptions(), 2)
     assert env.reset(seed=0).shape == (2, 84, 84)
     st = env.step(np.array([1, 1]))
-    assert np.all(st.x_pos >= 40) and st.frames.dtype == np.uint8
+    assert np.all(st.extras["x_pos"] >= 40) and st.frames.dtype == np.uint8 and not st.extras["flag_get"].any()
+
+
+def assert_same_step(a, b, t=None) -> None:
+    """Two BatchSteps alike: every field, and what the game family reports (Mario's x_pos, flag_get)."""
+    assert set(a.extras) == set(b.extras) == {"x_pos", "flag_get"}, t
+    for field in ("frames", "rewards", "terminated", "truncated", "reset"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), (t, field)
+    for key in a.extras:
+        assert np.array_equal(a.extras[key], b.extras[key], equal_nan=key == "x_pos"), (t, key)
 
 
 def test_mario_envs_on_threads_play_the_same_games_as_on_one():
@@ -364,8 +373,7 @@ def test_mario_envs_on_threads_play_the_same_games_as_on_one():
         for _ in range(300):
             actions = rng.choice([1, 1, 1, 2, 0, 5, 6], size=3)  # mostly right: it meets the goombas
             a, b = one.step(actions), two.step(actions)
-            for field in ("frames", "rewards", "terminated", "truncated", "reset", "x_pos", "flag"):
-                assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=field == "x_pos"), field
+            assert_same_step(a, b)
             ends += int(a.reset.sum())
         assert ends >= 1  # the play went through a death and its reset
     finally:
@@ -398,8 +406,7 @@ def _same_play(env_id: str, opts: EnvOptions, num_envs: int, steps: int, flag_at
                     ram[0x0770] = 2
             actions = rng.choice(choices, size=num_envs)
             a, b = py.step(actions), nat.step(actions)
-            for field in ("frames", "rewards", "terminated", "truncated", "reset", "x_pos", "flag"):
-                assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=field == "x_pos"), (t, field)
+            assert_same_step(a, b, t)
             rewards.append(a.rewards)
         return np.array(rewards)
     finally:

@@ -108,7 +108,7 @@ def test_a_resumed_runs_score_goes_on_from_the_games_before_it(tmp_path):
     try:
         assert books.score.mean == pytest.approx(sum(-21.0 + i for i in range(11, 31)) / 20)  # games 11..30
         assert books.score.window_means()["length"] == 100
-        assert not books.add_games([Episode(10.0, 100, float("nan"), False, 1000, time.monotonic())], 5)
+        assert not books.add_games([Episode(10.0, 100, 1000, time.monotonic())], 5)
         assert books.score.mean == pytest.approx(sum(-21.0 + i for i in range(12, 31)) / 20 + 10.0 / 20)
     finally:
         books.close()
@@ -135,7 +135,7 @@ def test_a_target_reached_in_games_booked_at_an_epochs_end_still_stops_the_run(t
     books = RunBooks(cfg, hw, lambda line: None, [], RunCounters(), time.monotonic(),
                      Learner(cfg.learner, 4, 6, torch.device("cpu")), Replay.of(400, 1, 4), 6)
     try:
-        game = [Episode(1.0, 6, float("nan"), False, 100, time.monotonic())]
+        game = [Episode(1.0, 6, 100, time.monotonic())]
         assert not any(books.add_games(game, 1) for _ in range(19))  # 19 games: the window is not full
         books.add_games(game, 1)  # the 20th, booked at an epoch's end: its answer is dropped
         assert books.add_games([], 1)  # the next look sees the target reached

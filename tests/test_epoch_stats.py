@@ -4,6 +4,7 @@ import pytest
 
 from pipeline.records.episodes import ScoreTracker
 from pipeline.records.epoch_stats import EpochEnd, EpochWindow, PathMark, epoch_report, speed
+from wrappers.families import ATARI, MARIO
 
 NS = 1_000_000_000
 
@@ -27,7 +28,7 @@ def test_an_epoch_becomes_two_log_lines_and_a_metrics_row():
     at = PathMark(t=120.0, agent_steps=12_000, updates=740, consolidation_s=1.2, drops=0,
                   collector_ns={"env": 18 * NS, "act": 2 * NS, "ring_wait": 0, "throttle": 0})
     end = EpochEnd(at, epoch=3, games=games.window_means(), episodes_total=90, epsilon=0.5, buffer=12_000,
-                   samples_trained=23_680, batch=32, mario=True, wall_s=3_725.0, eta="0:10:00")
+                   samples_trained=23_680, batch=32, game=MARIO, wall_s=3_725.0, eta="0:10:00")
     lines, row = epoch_report(w, end)
     assert lines[0] == ("[MAIN] Epoch 3 - Loss: 0.4000, TD Error: 0.8000, Reward: 695.00, Distance: 795.0, "
                         "Epsilon: 0.500, Buffer: 12,000")
@@ -43,10 +44,10 @@ def test_a_mario_epoch_line_shows_the_last_evaluations_flags():
     w = EpochWindow(PathMark(t=0.0, agent_steps=0, updates=0, collector_ns=start, consolidation_s=0.0))
     at = PathMark(t=10.0, agent_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0)
     means = ScoreTracker(metric="distance").window_means()
-    lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a",
+    lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, MARIO, 10.0, "n/a",
                                              "9/10 greedy, 7/10 at 0.05"))
     assert lines[0].endswith("Buffer: 1,000, Eval flags: 9/10 greedy, 7/10 at 0.05")
-    lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a", None))
+    lines, _ = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, MARIO, 10.0, "n/a", None))
     assert lines[0].endswith("Buffer: 1,000")  # no evaluation yet: the line as it always was
 
 
@@ -56,23 +57,26 @@ def test_an_epoch_beside_other_runs_says_so_in_its_speed_line_and_row():
     w = EpochWindow(PathMark(t=0.0, agent_steps=0, updates=0, collector_ns=start, consolidation_s=0.0))
     at = PathMark(t=10.0, agent_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0)
     means = ScoreTracker(metric="return").window_means()
-    alone = EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, False, 10.0, "n/a")
+    alone = EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, ATARI, 10.0, "n/a")
     lines, row = epoch_report(w, alone)
     assert lines[1].endswith("ETA n/a") and row["other_runs"] == 0
-    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, False, 10.0, "n/a", other_runs=2))
+    # a game family that adds nothing: the length in the line, no figures of its own in the row
+    # but the count every row carries
+    assert "Length: n/a, Epsilon" in lines[0] and row["stalls"] == 0 and "distance_mean" not in row
+    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, ATARI, 10.0, "n/a", other_runs=2))
     assert lines[1].endswith("ETA n/a | shared: 2 other training run(s) on this machine") and row["other_runs"] == 2
 
 
 def test_a_run_with_stall_steps_says_how_many_learning_episodes_they_ended_this_epoch():
     start = {"env": 0, "act": 0, "ring_wait": 0, "throttle": 0}
-    w = EpochWindow(PathMark(t=0.0, agent_steps=0, updates=0, collector_ns=start, consolidation_s=0.0, stalls=40))
-    at = PathMark(t=10.0, agent_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0, stalls=1_277)
+    w = EpochWindow(PathMark(t=0.0, agent_steps=0, updates=0, collector_ns=start, consolidation_s=0.0, cuts=40))
+    at = PathMark(t=10.0, agent_steps=1_000, updates=0, collector_ns=start, consolidation_s=0.0, cuts=1_277)
     means = ScoreTracker(metric="distance").window_means()
-    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a",
-                                          "9/10 greedy, 7/10 at 0.05", stall_steps=10))
+    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, MARIO, 10.0, "n/a",
+                                          "9/10 greedy, 7/10 at 0.05", rule_on=True))
     assert lines[0].endswith("Buffer: 1,000, Stalls: 1,237, Eval flags: 9/10 greedy, 7/10 at 0.05")
     assert row["stalls"] == 1_237
-    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, True, 10.0, "n/a"))
+    lines, row = epoch_report(w, EpochEnd(at, 1, means, 0, 0.5, 1_000, 0, 32, MARIO, 10.0, "n/a"))
     assert lines[0].endswith("Buffer: 1,000")  # no --stall-steps: the line as it always was
 
 

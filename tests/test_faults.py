@@ -353,7 +353,7 @@ def test_failure_during_setup_is_one_clear_line(tmp_path, monkeypatch):
                           "buffer_size": 20_000, "envs_per_collector": 4, "tensorboard": False})
     cfg, hw = res.cfg, res.hw
 
-    def no_room(tag, capacity, frame_shape=(84, 84)):
+    def no_room(tag, capacity, frame_shape=(84, 84), extras=()):
         raise shm.ShmError(f"shared memory dqnrl_x_{tag} does not fit in /dev/shm (0.0 MiB free)")
     monkeypatch.setattr(wiring.Ring, "create", no_room)
     assert run.train_run(cfg, hw).exit_code == 1

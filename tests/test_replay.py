@@ -50,7 +50,7 @@ class ScriptedEnvs:
         term = ~reset & ((u < 0.06) | ((u >= 0.09) & (u < 0.12)))  # game over, or a life lost
         trunc = ~reset & (u >= 0.06) & (u < 0.09)
         rewards = np.where(reset, 0.0, self.rng.normal(size=M)).astype(np.float32)
-        return BatchStep(self._frames(), rewards, term, trunc, reset, np.full(M, np.nan, np.float32), np.zeros(M, bool))
+        return BatchStep(self._frames(), rewards, term, trunc, reset)
 
 
 class Uniform(torch.nn.Module):

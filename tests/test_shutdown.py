@@ -28,6 +28,7 @@ from pipeline.rollout import Rollout
 from pipeline.transition import EP_END, is_agent_step
 from tests.proc_utils import running
 from tests.test_drop_mode import FiveStepEnvs, ZeroQ
+from wrappers.families import game_family
 
 M = 2  # envs per collector in the consolidator tests
 
@@ -71,7 +72,8 @@ def test_collector_leaves_each_wait_when_its_learner_dies(wait):
     probe = Collector(spec, 0, 0, CollectorBlock.local())
     probe.close()
     n_weights = flat_size(probe.model)
-    ring = Ring.create(f"test_dead_learner_{wait}", spec.collectors.ring_capacity)
+    # laid out for the game's record fields, as the learner's wiring lays out its rings
+    ring = Ring.create(f"test_dead_learner_{wait}", spec.collectors.ring_capacity, extras=game_family(cfg.env).fields)
     control = ControlBlock.create(n_weights)
     block, collector = ring.block, None
     ctx = mp.get_context("fork")

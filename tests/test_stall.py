@@ -1,6 +1,7 @@
 """--stall-steps: a Mario learning episode ends (TERM, the game goes on, as a lost life does) once
-Mario has not passed his furthest x for that many agent steps; the real Rollout, scripted and on
-the real emulator, and the real Replay's targets."""
+Mario has not passed his furthest x for that many agent steps; the rule is his game family's
+(``wrappers/families.py``), which the real Rollout steps, scripted and on the real emulator, and
+the real Replay's targets."""
 import dataclasses
 
 import numpy as np
@@ -14,13 +15,15 @@ from pipeline.settings.check import ConfigError, validate
 from pipeline.settings.hardware import Hardware
 from pipeline.transition import EP_END, FIRST, LAST, TERM
 from wrappers.batched import BatchStep
+from wrappers.families import MARIO
+from wrappers.options import EnvOptions
 
 
 class ScriptedX:
     """BatchedEnv's contract for one env whose x at each step is given (NaN: no x); the game
     ends (terminated) only where the script says."""
 
-    num_envs, n_actions = 1, 2
+    num_envs, n_actions, family = 1, 2, MARIO
 
     def __init__(self, xs, ends=()):
         self.xs, self.ends, self.t = list(xs), set(ends), 0
@@ -38,7 +41,7 @@ class ScriptedX:
         self.done = term
         frame = np.full((1, 84, 84), self.t % 256, np.uint8)
         return BatchStep(frame, np.zeros(1, np.float32), np.array([term]), np.zeros(1, bool), np.array([reset]),
-                         np.array([x], np.float32), np.zeros(1, bool))
+                         {"x_pos": np.array([x], np.float32), "flag_get": np.zeros(1, bool)})
 
 
 class ZeroQ(torch.nn.Module):
@@ -55,8 +58,13 @@ class NoopSimple(torch.nn.Module):
         return q
 
 
+def rules(stall_steps: int, stall_penalty: float = 0.0, num_envs: int = 1):
+    """Mario's family's state over the envs, with the run's stall rule."""
+    return MARIO.tracker(num_envs, EnvOptions(stall_steps=stall_steps, stall_penalty=stall_penalty))
+
+
 def flags_of(xs, stall_steps, ends=()):
-    rollout = Rollout(ScriptedX(xs, ends), ZeroQ(), 4, False, seed=0, stall_steps=stall_steps)
+    rollout = Rollout(ScriptedX(xs, ends), ZeroQ(), 4, False, seed=0, game=rules(stall_steps))
     out = []
     for _ in range(len(xs) + len(ends)):
         _, fields, _, _ = rollout.step(0.0)
@@ -76,7 +84,7 @@ def test_standing_still_ends_the_learning_episode_every_stall_steps_and_the_game
     # and stands 4 more steps -> TERM on step 11
     assert term_steps(flags) == [6, 11]
     assert flags[7] & FIRST and not any(f & (LAST | EP_END) for f in flags)  # no reset: the game goes on
-    assert rollout.stalls == 2
+    assert rollout.game.cuts == 2
 
 
 def test_pacing_back_and_forth_below_the_furthest_x_is_standing_still():
@@ -97,7 +105,7 @@ def test_a_game_that_ends_is_not_also_a_stall_and_the_count_starts_over_after_a_
     # the game ends at step 3 (its own TERM; the stall would have fallen on step 4); step 4 is the
     # reset's record; the new game starts at x 42 and stands 4 steps after it -> TERM
     assert flags[3] & TERM and flags[4] & LAST
-    assert term_steps(flags) == [3, 9] and rollout.stalls == 1
+    assert term_steps(flags) == [3, 9] and rollout.game.cuts == 1
 
 
 def test_the_stalled_step_is_a_terminal_target_in_the_replay():
@@ -105,7 +113,7 @@ def test_the_stalled_step_is_a_terminal_target_in_the_replay():
     stops at the stall, with discount 0."""
     gamma, n = 0.9, 3
     env = ScriptedX([40, 41] + [41] * 10)
-    rollout = Rollout(env, ZeroQ(), 4, False, seed=0, stall_steps=3)
+    rollout = Rollout(env, ZeroQ(), 4, False, seed=0, game=rules(3))
     replay = Replay.of(64, 1, 1, frame_stack=4, n_step=n, gamma=gamma, seed=0)
     recs = []
     for _ in range(12):
@@ -135,7 +143,7 @@ class ScriptedReward(ScriptedX):
 @pytest.mark.parametrize("clip,scale,expected", [(False, 0.1, -0.1 - 2.5), (True, 1.0, -1.0)])
 def test_the_stall_penalty_is_learned_at_the_stall_only_and_the_log_keeps_the_raw_return(clip, scale, expected):
     rollout = Rollout(ScriptedReward([40, 41] + [41] * 8, -1.0), ZeroQ(), 4, clip, seed=0, reward_scale=scale,
-                      stall_steps=3, stall_penalty=25.0)
+                      game=rules(3, 25.0))
     steps = [rollout.step(0.0)[1] for _ in range(10)]
     stall = term_steps([int(f["flags"][0]) for f in steps])
     assert stall == [4, 8]  # the count starts over after a stall: x 41 at step 5 is the new furthest
@@ -143,8 +151,8 @@ def test_the_stall_penalty_is_learned_at_the_stall_only_and_the_log_keeps_the_ra
     for i, f in enumerate(steps):
         assert f["reward"][0] == pytest.approx(expected if i in stall else plain), i
         assert f["ep_return"][0] == pytest.approx(-(i + 1))  # the raw game's return: no penalty in it
-    assert Rollout(ScriptedReward([41] * 8, -1.0), ZeroQ(), 4, False, seed=0, stall_steps=0,
-                   stall_penalty=0.0).step(0.0)[1]["reward"][0] == pytest.approx(-1.0)
+    assert Rollout(ScriptedReward([41] * 8, -1.0), ZeroQ(), 4, False, seed=0,
+                   game=rules(0)).step(0.0)[1]["reward"][0] == pytest.approx(-1.0)
 
 
 def test_stall_steps_is_refused_where_there_is_no_x_and_below_zero():
@@ -169,7 +177,7 @@ def test_mario_pressing_nothing_stalls_on_the_emulator_and_plays_on():
     for native in (True, False):
         env = BatchedEnv("SuperMarioBros-1-1-v0", EnvOptions(mario_actions="simple", noop_max=0), 1, native=native)
         try:
-            rollout = Rollout(env, NoopSimple(), 4, False, seed=0, stall_steps=5)
+            rollout = Rollout(env, NoopSimple(), 4, False, seed=0, game=env.family.tracker(1, EnvOptions(stall_steps=5)))
             flags = [int(rollout.step(0.0)[1]["flags"][0]) for _ in range(16)]
         finally:
             env.close()
@@ -180,7 +188,7 @@ def test_mario_pressing_nothing_stalls_on_the_emulator_and_plays_on():
 
 def test_a_collector_counts_its_stalls_in_its_block_for_the_epoch_line():
     """The real Collector on the real emulator: the stalls its rollout cut reach the block the
-    learner reads (``Wiring.mark`` sums them into the epoch line's Stalls)."""
+    learner reads (``Pipeline.mark`` sums them into the epoch line's Stalls)."""
     from pipeline.collector import Collector, CollectorSpec
     from pipeline.collector_block import CollectorBlock
 
@@ -194,4 +202,4 @@ def test_a_collector_counts_its_stalls_in_its_block_for_the_epoch_line():
             collector.step(0)
     finally:
         collector.close()
-    assert block.stalls == 2 and block.played == 16  # TERM at steps 5 and 11, as on the bare rollout
+    assert block.cuts == 2 and block.played == 16  # TERM at steps 5 and 11, as on the bare rollout

@@ -3,8 +3,9 @@ native vector emulator with the game's logic on arrays (``MarioVectorEnv``), or 
 SyncVectorEnvs of the Python Mario envs to render;
 SyncVectorEnvs of ``module:EnvId`` pixel envs. All autoreset in NEXT_STEP mode; this adapter
 gives the collector one shape of answer for all: newest gray frames [N, 84, 84] (frame stacking
-is the collector's job, so the replay can store each frame once), raw rewards, and a mask of the
-envs whose returned frame is a fresh reset (their action was ignored).
+is the collector's job, so the replay can store each frame once), raw rewards, a mask of the
+envs whose returned frame is a fresh reset (their action was ignored), and what the env id's game
+family reads from the info (``wrappers/families.py``: Mario's x position and flag).
 
 ``num_threads`` steps the envs on that many threads: ale-py's vector env has its own; the other
 envs are split into as many groups (a SyncVectorEnv or a MarioVectorEnv each), each stepped on a
@@ -18,6 +19,7 @@ games on any number of threads.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -25,6 +27,7 @@ import numpy as np
 
 from .action_mark import ActionMark
 from .factory import make_single_frame_env
+from .families import EMPTY, game_family
 from .mario import lean_info
 from .mario_vector import MarioVectorEnv, supports
 from .options import EnvOptions
@@ -38,11 +41,9 @@ class BatchStep:
     terminated: np.ndarray  # [N] bool, for learning (a lost life counts with episodic_life)
     truncated: np.ndarray   # [N] bool
     reset: np.ndarray       # [N] bool, frames[i] is a reset observation; the action sent was ignored
-    x_pos: np.ndarray       # [N] float32, Mario's x position (NaN for Atari)
-    flag: np.ndarray        # [N] bool, Mario reached the flag
-
-
-BATCH_INFO = ("x_pos", "flag_get")  # all a batch reads of a Python env's info (Mario's)
+    # what the game family reports besides, per env ([N] arrays by name: Mario's x_pos and
+    # flag_get; empty for the ALE's games), read from the info by ``GameFamily.info_reader``
+    extras: Mapping[str, np.ndarray] = EMPTY
 
 
 class KeepInfo(gym.Wrapper):
@@ -71,6 +72,8 @@ class BatchedEnv:
         """``native=False`` steps Atari and Mario through gymnasium's Python wrappers (for comparisons,
         and to render: ``render_mode`` needs the Python envs)."""
         self.env_id, self.num_envs, self.mario = env_id, num_envs, is_mario(env_id)
+        self.family = game_family(env_id)  # what the games report besides frames, rewards and endings
+        self.read_info = self.family.info_reader(num_envs)
         # stepped in groups on this process's threads (Mario, pixel envs), not by ale-py's vector env
         self.grouped = self.mario or is_module_env_id(env_id) or not native
         if render_mode is not None and not self.grouped:
@@ -80,7 +83,7 @@ class BatchedEnv:
         if self.grouped:
             def make():
                 env = make_single_frame_env(env_id, opts, render_mode)
-                return KeepInfo(lean_info(env) if self.mario else env, BATCH_INFO)
+                return KeepInfo(lean_info(env) if self.mario else env, self.family.info_keys)
 
             sizes = [len(part) for part in np.array_split(np.arange(num_envs), max(1, min(num_threads, num_envs)))]
             vector_mario = self.mario and native and render_mode is None and supports(env_id)
@@ -111,8 +114,6 @@ class BatchedEnv:
         self.mark = ActionMark(self.n_actions, opts.frame_size) if opts.mark_action else None
         self._prev_done = np.zeros(num_envs, bool)
         self._prev_efn = np.zeros(num_envs, np.int64)
-        self._nan = np.full(num_envs, np.nan, np.float32)
-        self._false = np.zeros(num_envs, bool)
 
     def _each_group(self, call) -> list:
         """``call(g, group)`` for every group of envs, the first on this thread and the rest
@@ -131,7 +132,7 @@ class BatchedEnv:
             return parts[0]
         obs, rew, term, trunc = (np.concatenate([p[k] for p in parts]) for k in range(4))
         info = {}
-        for key in BATCH_INFO:  # each with SyncVectorEnv's "_key" mask
+        for key in self.family.info_keys:  # each with SyncVectorEnv's "_key" mask
             for k in (key, "_" + key):
                 if any(k in p[4] for p in parts):
                     info[k] = np.concatenate([p[4].get(k, np.zeros(len(p[0]), bool if k[0] == "_" else float))
@@ -153,19 +154,16 @@ class BatchedEnv:
         obs, rew, term, trunc, info = self._grouped_step(actions) if self.grouped else self.env.step(actions)
         if self.grouped:
             reset = self._prev_done.copy()
-            x_pos = np.where(info.get("_x_pos", self._false), info.get("x_pos", self._nan), np.nan).astype(np.float32)
-            flag = np.asarray(info.get("flag_get", self._false), bool)
         else:
             # After a life-loss termination the game goes on; the vector env restarted an env
             # exactly when its episode frame counter went back.
             efn = info["episode_frame_number"]
             reset = self._prev_done & (efn <= self._prev_efn)
             self._prev_efn[:] = efn
-            x_pos, flag = self._nan, self._false
         term, trunc = np.asarray(term, bool), np.asarray(trunc, bool)
         self._prev_done = term | trunc
         frames = self._marked(obs.reshape(self.num_envs, *obs.shape[-2:]), actions, reset)
-        return BatchStep(frames, np.asarray(rew, np.float32), term, trunc, reset, x_pos, flag)
+        return BatchStep(frames, np.asarray(rew, np.float32), term, trunc, reset, self.read_info(info))
 
     def render_first(self) -> np.ndarray:
         """The first env's screen (RGB), where the envs were made with a render_mode."""

@@ -240,7 +240,7 @@ class RayCollectors:
         frames = batch.frames_array()
         src.block.env_ns += batch.env_ns
         src.block.act_ns += batch.act_ns
-        src.block.stalls += batch.stalls
+        src.block.cuts += batch.cuts
         src.block.throttle_ns += batch.idle_ns
         src.block.bytes += batch.nbytes()
         src.block.records += len(frames)

@@ -34,14 +34,14 @@ class Request:
 @dataclass
 class Batch:
     frames: np.ndarray | bytes  # [n, 84, 84] uint8, or its zlib bytes (--ray-compress)
-    fields: dict                # the ring's record fields (pipeline/transition.py)
+    fields: dict                # the ring's record fields (pipeline/transition.py, and the game family's)
     live: int                   # agent steps among the records
     env_ns: int                 # time stepping the envs for this batch
     act_ns: int                 # time choosing actions
     idle_ns: int                # time since the previous request ended: waiting for the learner's next one
     node: str                   # the actor's host and pid, for the learner's reports
     launch: int                 # echo of the request's launch
-    stalls: int = 0             # learning episodes that --stall-steps ended in this batch
+    cuts: int = 0               # learning episodes the game family's rule ended in this batch (Mario's stalls)
 
     def frames_array(self, shape=(84, 84)) -> np.ndarray:
         if isinstance(self.frames, bytes):
@@ -92,7 +92,7 @@ class RemoteCollector:
             self.collector.load_weights(torch.from_numpy(ray.get(req.weights[0]).copy()))
             self.version = req.weights_version
         b = self.block
-        played, env0, act0, stalls0 = b.played, b.env_ns, b.act_ns, b.stalls
+        played, env0, act0, cuts0 = b.played, b.env_ns, b.act_ns, b.cuts
         frames, fields = [], []
         for _ in range(req.steps):
             f, fl, _ = self.collector.step(req.global_steps)
@@ -103,7 +103,7 @@ class RemoteCollector:
         payload = zlib.compress(out.tobytes(), 1) if self.compress else out
         self.last_end = time.perf_counter_ns()
         return Batch(payload, cat, b.played - played, b.env_ns - env0, b.act_ns - act0, idle, self.node, req.launch,
-                     b.stalls - stalls0)
+                     b.cuts - cuts0)
 
 
 def _node() -> str:

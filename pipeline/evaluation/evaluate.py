@@ -21,7 +21,7 @@ from ..records.episodes import SCORE_WINDOW
 from ..records.files import BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, EVAL_NAME
 from ..records.record import append_jsonl, write_json
 from ..settings.layers import trained_config
-from ..transition import EP_END, EXPLORED, FLAG_GET, LAST, TERM, TRUNC
+from ..transition import EP_END, EXPLORED, LAST, TERM, TRUNC
 
 # How the games are played, which an evaluation may change from what the run trained with (as
 # Machado et al. 2018 evaluate agents with and without sticky actions); every other setting is
@@ -232,11 +232,15 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
     furthest = np.full(rollout.num_envs, -np.inf)  # each game's furthest x so far
     still = np.zeros(rollout.num_envs, np.int64)   # agent steps since it last passed it
     retired = np.zeros(rollout.num_envs, bool)
+    family = rollout.game.family  # what the games report besides: Mario's x position and flag
+    nowhere = np.full(rollout.num_envs, np.nan, np.float32)  # a game with no x (Atari's)
     while sum(map(len, played)) < episodes and not retired.all():
         _, fields, _, _ = rollout.step(epsilon)
         if on_step is not None:
             on_step(fields)
         flags = fields["flags"]
+        xs = family.positions(fields)
+        xs = nowhere if xs is None else xs
         for i in range(rollout.num_envs):
             if retired[i] or len(played[i]) >= quota[i]:
                 continue
@@ -246,7 +250,7 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
             else:
                 digests[i].update(bytes((int(fields["action"][i]),)))
                 recent[i].append(bool(flags[i] & EXPLORED))
-                x = float(fields["x_pos"][i])
+                x = float(xs[i])
                 if x > furthest[i]:
                     furthest[i], still[i] = x, 0
                 elif not np.isnan(x):  # a game with no x (Atari) never stands still
@@ -254,8 +258,10 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
                 stood = bool(still[i] >= stand_still)
                 over = int(fields["ep_len"][i]) >= max_steps or stood  # ep_len counts this step
             if over:
-                played[i].append(Game(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(fields["x_pos"][i]),
-                                      bool(flags[i] & FLAG_GET), digests[i].hexdigest(), sum(recent[i]), stood))
+                # the flag counts where the game ended, not where a cut-short one stands
+                got = bool(flags[i] & EP_END) and bool(family.game_stats(fields, i).get("flag", False))
+                played[i].append(Game(float(fields["ep_return"][i]), int(fields["ep_len"][i]), float(xs[i]), got,
+                                      digests[i].hexdigest(), sum(recent[i]), stood))
                 if on_game is not None:
                     on_game(played[i][-1])
                 digests[i] = hashlib.sha1()

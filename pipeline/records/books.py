@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from wrappers.registry import is_mario
+from wrappers.families import game_family
 
 from ..collector import epsilon_schedule
 from ..evaluation.periodic_eval import run_eval_plan
@@ -37,6 +37,7 @@ class RunBooks:
         self.cfg, self.log, self.run_dir = cfg, log, Path(run.run_dir)
         self.start, self.t_start = start, t_start
         self.learner, self.replay, self.n_actions = learner, replay, n_actions
+        self.game = game_family(cfg.env)  # what its games add to the epoch lines and metrics rows
         self.episodes, self.samples_trained = start.episodes, start.samples_trained
         self.epoch, self.best_score = start.epoch, start.best_score
         self.score = ScoreTracker([] if run.target_score is None else [run.target_score], metric=run.score_metric)
@@ -48,7 +49,7 @@ class RunBooks:
         self.tracker = self.metrics = self.episodes_file = None
         try:
             self.tracker = Tracker(self.run_dir, run.wandb_project, run.wandb_entity, self.record) if run.track else None
-            self.metrics = MetricsLog(self.run_dir, run.tensorboard)
+            self.metrics = MetricsLog(self.run_dir, run.tensorboard, self.game.tb_tags)
             write_record(self.run_dir, self.record)
             self.metrics.text("run_record", record_markdown(self.record))
             self.episodes_file = open(self.run_dir / EPISODES_NAME, "a", buffering=1)
@@ -81,22 +82,23 @@ class RunBooks:
 
     # ------------------------------------------------------------------ epochs
     def end_epoch(self, window: EpochWindow, at: PathMark, launches: int, best_eval: float,
-                  eval_flags: str | None = None, other_runs: int = 0) -> None:
-        """An epoch's two log lines and metrics row (``eval_flags``: the flags of the last
-        evaluation, Mario's; ``other_runs``: training runs beside this one now); best.pt when the
-        last-20 mean beats every earlier epoch's (free: it uses the games training played anyway)."""
+                  eval_summary: str | None = None, other_runs: int = 0) -> None:
+        """An epoch's two log lines and metrics row (``eval_summary``: the last evaluation's, where
+        the game family's line shows one: Mario's flags; ``other_runs``: training runs beside this
+        one now); best.pt when the last-20 mean beats every earlier epoch's (free: it uses the
+        games training played anyway)."""
         cfg = self.cfg
         self.epoch += 1
         sps = (at.agent_steps - window.start.agent_steps) / max(at.t - window.start.t, 1e-9)
         wall_s = self.wall_s(at.t)
         end = EpochEnd(at, self.epoch, self.score.window_means(), self.episodes, self.epsilon(at.agent_steps),
-                       len(self.replay), self.samples_trained, cfg.learner.effective_batch, is_mario(cfg.env), wall_s,
+                       len(self.replay), self.samples_trained, cfg.learner.effective_batch, self.game, wall_s,
                        eta(cfg.total_steps, at.agent_steps, sps, cfg.run.time_limit, wall_s,
                            trained_at_its_ratio(at.agent_steps - window.start.agent_steps,
                                                 at.updates - window.start.updates, cfg.learner.effective_batch,
-                                                cfg.learner.replay_ratio)), eval_flags,
+                                                cfg.learner.replay_ratio)), eval_summary,
                        lr_schedule(cfg.learner, at.agent_steps) if cfg.learner.lr_decay_steps else None, other_runs,
-                       cfg.env_options.stall_steps)
+                       self.game.rule_on(cfg.env_options))
         lines, row = epoch_report(window, end)
         for line in lines:
             self.log(line)

@@ -1,5 +1,6 @@
 """Learning-curve PNG of a run directory: mean episode return (last 20 episodes, raw) against
-agent steps and against wall-clock minutes; Mario runs add the distance reached."""
+agent steps and against wall-clock minutes; a game family's own figures (Mario's distance
+reached, ``GameFamily.curves``) add a panel each where the run's rows have them."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,11 +25,13 @@ def plot_learning_curve(run_dir: str | Path, out: str | Path | None = None, titl
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
+    from wrappers.families import CURVES
+
     run_dir = Path(run_dir)
     rows = [r for r in read_metrics(run_dir) if r.get("return_mean") is not None]
     out = Path(out) if out else run_dir / CURVE_NAME
-    mario = any(r.get("distance_mean") is not None for r in rows)
-    fig, axes = plt.subplots(1, 3 if mario else 2, figsize=(15 if mario else 10, 4), squeeze=False)
+    panels = [(key, label) for key, label in CURVES if any(r.get(key) is not None for r in rows)]
+    fig, axes = plt.subplots(1, 2 + len(panels), figsize=(10 + 5 * len(panels), 4), squeeze=False)
     steps = [r["agent_steps"] for r in rows]
     minutes = [r["wall_s"] / 60 for r in rows]
     ret = [r["return_mean"] for r in rows]
@@ -41,11 +44,11 @@ def plot_learning_curve(run_dir: str | Path, out: str | Path | None = None, titl
         ax.grid(alpha=0.3)
     for ax in axes[0][::2]:  # the agent-step axes
         ax.xaxis.set_major_formatter(FuncFormatter(format_steps))
-    if mario:
-        axes[0][2].plot(steps, [r.get("distance_mean") for r in rows])
-        axes[0][2].set_xlabel("agent steps")
-        axes[0][2].set_ylabel("mean x distance, last 20 episodes")
-        axes[0][2].grid(alpha=0.3)
+    for ax, (key, label) in zip(axes[0][2:], panels):
+        ax.plot(steps, [r.get(key) for r in rows])
+        ax.set_xlabel("agent steps")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
     fig.suptitle(title or str(run_dir))
     fig.tight_layout()
     fig.savefig(out, dpi=100)

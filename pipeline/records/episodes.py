@@ -1,9 +1,9 @@
 """Whole games as the learner sees them, and the score they add up to.
 
-The score is the mean raw return (or, for Mario, the mean distance) of the last ``window``
-whole games: the figure users and papers quote. ``ScoreTracker`` follows it game by game and
-records when it first reaches each milestone, in wall-clock minutes, agent steps, updates and
-samples trained: what time to score means. The trainer uses it to stop at a target, and the
+The score is the mean raw return (or a statistic a game family adds, such as Mario's distance)
+of the last ``window`` whole games: the figure users and papers quote. ``ScoreTracker`` follows
+it game by game and records when it first reaches each milestone, in wall-clock minutes, agent
+steps, updates and samples trained: what time to score means. The trainer uses it to stop at a target, and the
 time-to-score benchmark replays a run's ``episodes.jsonl`` through it, so both count alike.
 """
 from __future__ import annotations
@@ -18,7 +18,6 @@ from .files import EPISODES_NAME
 from .metrics import read_jsonl
 
 SCORE_WINDOW = 20
-METRICS = ("return", "distance")
 
 
 @dataclass(frozen=True)
@@ -39,8 +38,14 @@ class ScoreTracker:
     not count as a score."""
 
     def __init__(self, milestones=(), window: int = SCORE_WINDOW, metric: str = "return"):
-        if metric not in METRICS:
-            raise ValueError(f"score metric {metric!r}: choose one of {METRICS}")
+        # every family's statistics, whichever wrote the rows (a resumed run's, a benchmark's);
+        # loaded here, not with the module: reading a run's games needs no env
+        from wrappers.families import GAME_KEYS, SCORE_METRICS
+
+        metrics = ("return", *SCORE_METRICS)
+        if metric not in metrics:
+            raise ValueError(f"score metric {metric!r}: choose one of {metrics}")
+        self.game_keys = GAME_KEYS
         self.milestones = sorted(float(m) for m in milestones)
         self.window, self.metric = window, metric
         self.recent: collections.deque = collections.deque(maxlen=window)  # episodes.jsonl rows
@@ -54,12 +59,13 @@ class ScoreTracker:
         return self.window_means()[self.metric] if len(self.recent) == self.window else None
 
     def window_means(self) -> dict[str, float | None]:
-        """Mean return, length, distance and flag rate of the games in the window, however many
-        (None where there are none, or no game reports the field)."""
+        """Mean return, length and each game family's statistic (Mario's distance and flag rate)
+        of the games in the window, however many (None where there are none, or no game reports
+        the field)."""
         def mean(key):
             values = [float(r[key]) for r in self.recent if key in r]
             return statistics.fmean(values) if values else None
-        return {"return": mean("return"), "length": mean("length"), "distance": mean("distance"), "flag": mean("flag")}
+        return {"return": mean("return"), "length": mean("length"), **{k: mean(k) for k in self.game_keys}}
 
     def add_row(self, row: dict) -> list[Milestone]:
         """One whole game, as its ``episodes.jsonl`` row (see ``episode_row``); returns the
@@ -93,11 +99,8 @@ class ScoreTracker:
 
 def episode_row(ep: Episode, wall_s: float, updates: int, samples_trained: int) -> dict:
     """The ``episodes.jsonl`` row of one game: what it scored, and when in the run it ended."""
-    row = {"wall_s": round(wall_s, 3), "agent_steps": ep.agent_steps, "updates": updates,
-           "samples_trained": samples_trained, "return": ep.ret, "length": ep.length}
-    if ep.x_pos == ep.x_pos:  # not NaN: a game that reports a distance (Mario)
-        row["distance"], row["flag"] = ep.x_pos, ep.flag
-    return row
+    return {"wall_s": round(wall_s, 3), "agent_steps": ep.agent_steps, "updates": updates,
+            "samples_trained": samples_trained, "return": ep.ret, "length": ep.length, **ep.stats}
 
 
 def read_episodes(run_dir: str | Path) -> list[dict]:

@@ -4,13 +4,18 @@
 ``EpochWindow`` is filled by the trainer (one ``add_update`` per update, timers for waiting)
 from one ``PathMark`` to the next;
 ``epoch_report`` is a pure function of the window and the counters at the epoch's end, so the
-log format and the metrics' names live in one place.
+log format and the metrics' names live in one place, and what a game family adds to them in its
+``GameFamily`` (``wrappers/families.py``).
 """
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wrappers.families import GameFamily
 
 
 @dataclass(frozen=True)
@@ -22,7 +27,7 @@ class PathMark:
     collector_ns: dict            # collector time by activity (env, act, ring_wait, throttle), summed
     consolidation_s: float        # the consolidation thread's busy seconds
     drops: int = 0                # ring records dropped (--drop-when-full)
-    stalls: int = 0               # learning episodes --stall-steps ended, summed over collectors
+    cuts: int = 0                 # learning episodes the game family's rule ended, summed over collectors
 
 
 @dataclass
@@ -56,13 +61,13 @@ class EpochEnd:
     buffer: int
     samples_trained: int
     batch: int                    # samples per update
-    mario: bool
+    game: GameFamily              # what the game adds to the line and the row (wrappers/families.py)
     wall_s: float                 # run time so far, resumed runs included
     eta: str
-    eval_flags: str | None = None  # the last --eval-interval evaluation's flags, e.g. "9/10 greedy, 8/10 at 0.05" (Mario)
+    eval_summary: str | None = None  # the last --eval-interval evaluation's (Mario's flags: "9/10 greedy, 8/10 at 0.05")
     lr: float | None = None       # the learning rate now; None: the run has no schedule (--lr-decay-steps 0)
     other_runs: int = 0           # other training runs on this machine at the epoch's end: their speed figures share it
-    stall_steps: int = 0          # --stall-steps: the epoch line says how many learning episodes it ended
+    rule_on: bool = False         # the family's rule that ends learning episodes is on: the line counts them
 
 
 def _mean(values):
@@ -89,19 +94,18 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
     """The epoch's two log lines and its metrics.jsonl row."""
     a, b = w.start, e.at
     dt = max(b.t - a.t, 1e-9)
-    ret, length, dist = e.games["return"], e.games["length"], e.games["distance"] if e.mario else None
+    ret, length = e.games["return"], e.games["length"]
     loss, td, q_mean, grad_norm = _mean(w.losses), _mean(w.td_errors), _mean(w.q_means), _mean(w.grad_norms)
     sample_age = _mean(w.sample_ages)
     r = speed(dt, b.agent_steps - a.agent_steps, b.updates - a.updates, w.update_s,
               {k: b.collector_ns[k] - a.collector_ns[k] for k in b.collector_ns})
     sps, ups, busy, share = r["agent_steps_per_s"], r["updates_per_s"], r["learner_busy"], r["collector_share"]
-    tail = f"Distance: {_fmt(dist, '.1f')}" if e.mario else f"Length: {_fmt(length, '.0f')}"
+    cuts = b.cuts - a.cuts
     lines = [
         f"[MAIN] Epoch {e.epoch} - Loss: {_fmt(loss, '.4f')}, TD Error: {_fmt(td, '.4f')}, "
-        f"Reward: {_fmt(ret, '.2f')}, {tail}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}"
+        f"Reward: {_fmt(ret, '.2f')}, {e.game.epoch_figure(e.games)}, Epsilon: {e.epsilon:.3f}, Buffer: {e.buffer:,}"
         + (f", LR: {e.lr:.3g}" if e.lr is not None else "")
-        + (f", Stalls: {b.stalls - a.stalls:,}" if e.stall_steps else "")
-        + (f", Eval flags: {e.eval_flags}" if e.mario and e.eval_flags else ""),
+        + e.game.epoch_notes(cuts, e.rule_on, e.eval_summary),
         f"[MAIN] Speed - {sps:,.0f} agent steps/s, {ups:,.2f} updates/s, {ups * e.batch:,.0f} samples/s | "
         f"learner: update {100 * busy:.0f}%, wait-batch {100 * w.wait_batch_s / dt:.0f}%, "
         f"idle {100 * w.idle_s / dt:.0f}% | consolidation {100 * (b.consolidation_s - a.consolidation_s) / dt:.0f}% | "
@@ -114,14 +118,12 @@ def epoch_report(w: EpochWindow, e: EpochEnd) -> tuple[list[str], dict]:
            "loss": loss, "td_error": td, "q_mean": q_mean, "grad_norm": grad_norm, "sample_age": sample_age,
            "epsilon": e.epsilon, "lr": e.lr, "return_mean": ret,
            "length_mean": length, "episodes": e.episodes_total, "buffer": e.buffer, "drops": b.drops,
-           "stalls": b.stalls - a.stalls,
+           e.game.cuts_key: cuts,
            "agent_steps_per_s": sps, "updates_per_s": ups, "samples_per_s": ups * e.batch,
            "samples_trained": e.samples_trained, "skipped_updates": w.skipped, "learner_busy": busy,
            "collector_ring_wait": share["ring_wait"], "collector_throttled": share["throttle"],
            "other_runs": e.other_runs}
-    if e.mario:
-        row["distance_mean"] = dist
-        row["flag_rate"] = e.games["flag"]
+    row.update(e.game.epoch_row(e.games))
     return lines, row
 
 

@@ -65,11 +65,9 @@ def model_card(repo_id: str, record: dict, evaluation: dict) -> str:
             "batch_size", "replay_ratio", "lr", "target_update_interval", "buffer_size", "eps_decay_steps", "eps_end",
             "frame_stack", "frame_skip", "clip_rewards", "seed")
     rows = "\n".join(f"| {k} | {cfg.get(k)!r} |" for k in keys if k in cfg)
-    extra = ""
-    if evaluation.get("distances"):
-        flags = evaluation.get("flags", [])
-        extra = (f" Mean distance {statistics.fmean(evaluation['distances']):.0f}; flag reached "
-                 f"{sum(flags)}/{len(flags)}.")
+    from wrappers.families import game_family
+
+    extra = game_family(env).card_note(evaluation)  # what the game family adds: Mario's distance and flags
     return f"""---
 {front}
 ---

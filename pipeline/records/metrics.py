@@ -12,10 +12,10 @@ from ..file_keys import current_keys
 from .files import METRICS_NAME, TB_DIR
 
 # metrics.jsonl key -> TensorBoard tag, grouped the way CleanRL and SB3 group theirs
+# (a game family's own keys and tags come from its GameFamily.tb_tags: MetricsLog adds them)
 TB_TAGS = {
     "return_mean": "charts/episodic_return", "length_mean": "charts/episodic_length",
-    "distance_mean": "charts/distance", "flag_rate": "charts/flag_rate", "epsilon": "charts/epsilon",
-    "lr": "charts/learning_rate",
+    "epsilon": "charts/epsilon", "lr": "charts/learning_rate",
     "loss": "losses/td_loss", "td_error": "losses/td_error", "q_mean": "losses/q_values", "grad_norm": "losses/grad_norm",
     "agent_steps_per_s": "speed/agent_steps_per_s", "updates_per_s": "speed/updates_per_s",
     "samples_per_s": "speed/samples_per_s", "learner_busy": "speed/learner_busy",
@@ -24,8 +24,10 @@ TB_TAGS = {
 
 
 class MetricsLog:
-    def __init__(self, run_dir: Path, tensorboard: bool = True):
+    def __init__(self, run_dir: Path, tensorboard: bool = True, game_tags: dict | None = None):
+        """``game_tags``: the game family's metrics keys and their TensorBoard tags (``GameFamily.tb_tags``)."""
         self.jsonl = open(run_dir / METRICS_NAME, "a", buffering=1)
+        self.tags = {**TB_TAGS, **(game_tags or {})}
         self.tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -36,7 +38,7 @@ class MetricsLog:
         self.jsonl.write(json.dumps(row) + "\n")
         if self.tb is not None:
             step = row["agent_steps"]
-            for key, tag in TB_TAGS.items():
+            for key, tag in self.tags.items():
                 v = row.get(key)
                 if isinstance(v, (int, float)) and math.isfinite(v):
                     self.tb.add_scalar(tag, v, step, walltime=None)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from .files import RECORD_NAME, TMP_SUFFIX
 
-PACKAGES = ("torch", "gymnasium", "ale-py", "nes-py", "gym-super-mario-bros", "numpy")
 ROOT = Path(__file__).resolve().parents[2]  # the project folder (pipeline/records/record.py)
 
 
@@ -31,9 +30,18 @@ def git_commit(root: Path = ROOT) -> str:
     return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
+def packages() -> tuple[str, ...]:
+    """The packages whose versions a run records: torch, the env layer's (each game family's,
+    ``wrappers.families.ENV_PACKAGES``: loaded here, on use, so the record's helpers stay light)
+    and numpy."""
+    from wrappers.families import ENV_PACKAGES
+
+    return ("torch", *ENV_PACKAGES, "numpy")
+
+
 def versions() -> dict:
     found = {}
-    for name in PACKAGES:
+    for name in packages():
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from wrappers.registry import is_mario
+from wrappers.families import game_family
 
 from ..evaluation.periodic_eval import read_pending, run_eval_plan
 from ..file_keys import current_keys
@@ -100,7 +100,7 @@ def resume(run_dir: Path, cfg, n_actions: int, learner, replay, log) -> tuple[Ru
     c = state["counters"]
     counters = RunCounters.from_checkpoint(c)
     # checkpoints before best_metric was saved measured Mario in distance and the rest in return
-    was = c.get("best_metric", "distance" if is_mario(cfg.env) else "return")
+    was = c.get("best_metric", game_family(cfg.env).old_score_metric)
     if was != cfg.run.score_metric:
         counters.best_score = float("-inf")
         log(f"[MAIN] The best training score so far was in {was}, this run measures {cfg.run.score_metric}: "
