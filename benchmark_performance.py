@@ -240,9 +240,11 @@ def run_benchmarks(argv=None) -> int:
         from bench.update_parts import print_update_parts, update_parts
 
         # Both presets' updates side by side (the Atari preset's QR-DQN and the Mario preset's
-        # Double DQN), or --env's alone: the same machine, one process.
+        # Double DQN) on one thread each, the cost per core, as their profiles' thread counts may
+        # differ; or --env's alone, on its profile's learner threads. The same machine, one process.
         games = [args.env] if args.env else ["ALE/Pong-v5", "SuperMarioBros-1-1-v0"]
-        result["update_parts"] = [update_parts(n_updates=10 if args.quick else 30, env=g) for g in games]
+        result["update_parts"] = [update_parts(n_updates=10 if args.quick else 30, env=g,
+                                               threads=None if args.env else 1) for g in games]
         for parts in result["update_parts"]:
             print_update_parts(parts)
     if args.only == "learner-share":
