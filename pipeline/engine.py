@@ -240,12 +240,12 @@ class Engine:
     def compile_due(self) -> bool:
         """--compile, and the run has trained ``compile_after`` updates (a resumed one counts its
         earlier ones): the next update first compiles the loss (``compile_loss``)."""
-        return (self.learner.cfg.compile and not self.compiled and self.compile_error is None
-                and self.learner.updates >= self.compile_after)
+        return self.compile_ahead == self.learner.updates
 
     @property
     def compile_ahead(self) -> int | None:
-        """The update at which the loss will be compiled, where a compile is still ahead."""
+        """The update at which the loss will be compiled (``compile_after``, or the next one where
+        the run is past it), where a compile is still ahead: --compile, not compiled, never failed."""
         if self.learner.cfg.compile and not self.compiled and self.compile_error is None:
             return max(self.compile_after, self.learner.updates)
         return None
