@@ -66,7 +66,7 @@ def run_benchmarks(argv=None) -> int:
     from bench.learner_grid import bench_learner_grid, bench_learner_in_pipeline, print_learner_grid
     from bench.profile import profile_run
     from bench.ring_vs_queue import bench_queue
-    from pipeline.learner import flush_denormals
+    from pipeline.agent.learner import flush_denormals
 
     from pipeline.settings.cli import Parser
 

@@ -22,7 +22,7 @@ REPLAY_META_BYTES = 6          # action uint8 + reward float32 + flags uint8
 # measured for Pong on an AMD EPYC, ~300 MB reported for Mario; rounded up. Shared libraries are
 # mapped once for all processes and not counted.
 COLLECTOR_BYTES = 350 * 2**20
-# Collectors and evaluators fork from a server that imported torch once (pipeline/process_start.py)
+# Collectors and evaluators fork from a server that imported torch once (pipeline/actors/process_start.py)
 # where the platform can (Linux, macOS); Windows spawns them.
 DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 # --profile's choices: auto picks one for the machine (pipeline/settings/profiles.py holds them)
@@ -86,7 +86,7 @@ class CollectorConfig:
                                 "collector process then holds a CUDA context of its own, and --act-bf16 means bf16 "
                                 "autocast there); Ray collectors act on their own CPU", "cpu", choices=("cpu", "cuda"))
     start_method: str = doc("how the collector and evaluator processes start: forkserver forks them from a server that "
-                            "imported torch and the envs once, while the learner was built (pipeline/process_start.py); "
+                            "imported torch and the envs once, while the learner was built (pipeline/actors/process_start.py); "
                             "spawn imports them in each; fork copies the learner", DEFAULT_START_METHOD,
                             choices=("spawn", "forkserver", "fork"))
     ring_capacity: int = doc("slots (transitions) in each collector's shared-memory ring", 4096)

@@ -169,8 +169,8 @@ def train(**overrides):
         result.run_dir, result.checkpoint, result.best, result.metrics["return_mean"]
 
     Raises ConfigError (bad settings, named with the fix) before anything starts; returns the
-    pipeline.run.TrainResult of the run, whose exit_code is 1 after a logged failure."""
-    from pipeline.run import prepare_run, train_run
+    pipeline.runtime.run.TrainResult of the run, whose exit_code is 1 after a logged failure."""
+    from pipeline.runtime.run import prepare_run, train_run
 
     unknown = set(overrides) - set(FIELDS) - {"config"}
     if unknown:
@@ -218,13 +218,13 @@ def main(argv=None) -> int:
             return run_eval(args)
         if mode == "push_to_hub":
             return run_push(args)
-        from pipeline.run import prepare_run
+        from pipeline.runtime.run import prepare_run
 
         cfg, hw, notes = prepare_run(args)
     except UserError as e:  # one clear line, no traceback
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from pipeline.run import train_run
+    from pipeline.runtime.run import train_run
 
     try:
         return train_run(cfg, hw, notes).exit_code

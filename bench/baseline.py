@@ -29,14 +29,14 @@ def _baseline_entry(cfg_dict: dict, run_dir: str, out_q) -> None:
 
     try:
         from config_optimized import Config
-        from pipeline.collector import epsilon_schedule
-        from pipeline.games import finished_games
+        from pipeline.actors.collector import epsilon_schedule
+        from pipeline.transport.games import finished_games
         from pipeline.records.episodes import ScoreTracker, episode_row
         from pipeline.records.files import EPISODES_NAME
-        from pipeline.learner import Learner
-        from pipeline.ratio import ReplayRatio
+        from pipeline.agent.learner import Learner
+        from pipeline.replay.ratio import ReplayRatio
         from pipeline.replay import Replay
-        from pipeline.rollout import Rollout
+        from pipeline.actors.rollout import Rollout
         from wrappers import BatchedEnv
 
         cfg = Config.of(**cfg_dict)

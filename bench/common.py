@@ -119,7 +119,7 @@ def fill_replay(replay, n: int, envs: int, first_p: float, chunk: int) -> None:
     """Write at least ``n`` records of random frames and actions, in chunks of ``chunk`` spread over
     ``envs`` streams of collector 0, a game starting at each with probability ``first_p``: a replay
     to sample from without playing."""
-    from pipeline.transition import FIRST
+    from pipeline.transport.transition import FIRST
 
     rng = np.random.default_rng(0)
     for _ in range(-(-n // chunk)):

@@ -18,9 +18,9 @@ from .learner_grid import learner_updates_per_s
 # ----------------------------------------------------------------------------- collector overhead
 def _collector_loop(ring_name, seconds, out_q):
     from models import NetworkSpec, build_model
-    from pipeline.collector import RecordPusher
-    from pipeline.ring import Ring
-    from pipeline.rollout import Rollout
+    from pipeline.actors.collector import RecordPusher
+    from pipeline.transport.ring import Ring
+    from pipeline.actors.rollout import Rollout
     from wrappers import BatchedEnv, EnvOptions
 
     torch.set_num_threads(1)  # as in a collector
@@ -50,9 +50,9 @@ def bench_collector_overhead(seconds: float) -> dict:
     """A collector (8 Pong envs, batched BatchNorm-DQN acting) stepping alone, against the same
     collector writing every transition to its ring while the consolidation thread moves them
     into the replay: what the queueing costs the collector."""
-    from pipeline.consolidator import Consolidator
+    from pipeline.replay.consolidator import Consolidator
     from pipeline.replay import Replay
-    from pipeline.ring import Ring
+    from pipeline.transport.ring import Ring
 
     ctx = mp.get_context("spawn")
     out = {}

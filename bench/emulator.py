@@ -129,7 +129,7 @@ def batched_env_steps_per_s(env_id: str, opts, windows: int, seconds: float, nat
 def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, seconds: float,
                         act_bf16: bool = False, eps: float = 1.0) -> dict:
     from models import NetworkSpec, build_model
-    from pipeline.rollout import Rollout
+    from pipeline.actors.rollout import Rollout
     from wrappers import BatchedEnv
 
     env = BatchedEnv(env_id, opts, NUM_ENVS)

@@ -59,8 +59,8 @@ def _pipeline_row(spec: dict, seconds: float, window_s: float, quick: bool) -> d
     from pipeline.settings.layers import resolve_config
     from pipeline.records.epoch_stats import speed
     from pipeline.settings.hardware import detect_hardware
-    from pipeline.run import open_run
-    from pipeline.trainer import Trainer
+    from pipeline.runtime.run import open_run
+    from pipeline.runtime.trainer import Trainer
 
     rss = RssPeak()
     hw = detect_hardware()

@@ -31,8 +31,8 @@ def timed_learner(cfg, device) -> tuple:
     compiling update has run, so the row measures the compiled update and not eager code or the
     compile stall (a run compiles only at update 2,000). A compile that fails is an error here, not
     a row labeled compiled that measured eager code."""
-    from pipeline.engine import Engine
-    from pipeline.learner import Learner
+    from pipeline.engine.engine import Engine
+    from pipeline.agent.learner import Learner
 
     lrn = Learner(cfg.learner, 4, 6, device)
     engine = Engine(lrn)
@@ -68,7 +68,7 @@ def update_flops(cfg) -> float:
     target and Double-DQN forwards on s'), counted by torch's FlopCounterMode."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from pipeline.learner import Learner
+    from pipeline.agent.learner import Learner
 
     lrn = Learner(cfg.learner, 4, 6, torch.device("cpu"))
     with FlopCounterMode(display=False) as fc:

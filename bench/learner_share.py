@@ -35,8 +35,8 @@ def learner_share(rounds: int = 8, block: int = 16, duty: float = 0.4, threads: 
                   batch_size: int | None = None, replay_size: int = 100_000) -> dict:
     """Milliseconds per update under each of ``CONDITIONS`` (medians over ``rounds`` rounds of
     ``block`` updates each), and each one's share of the learner's speed alone."""
-    from pipeline.learner import Learner
-    from pipeline.prefetch import Prefetcher
+    from pipeline.agent.learner import Learner
+    from pipeline.replay.prefetch import Prefetcher
     from pipeline.replay import Replay
     from pipeline.settings.hardware import detect_hardware, learner_threads
     from pipeline.settings.layers import resolve_config

@@ -13,8 +13,8 @@ from .common import fill_replay
 def profiled_collector(cfg):
     """The collector ``--profile`` steps: a collector of the run ``cfg`` (its envs, the network
     the learner trains, the acting copy --act-bf16 makes), as a collector process builds it."""
-    from pipeline.collector import Collector, CollectorSpec
-    from pipeline.collector_block import CollectorBlock
+    from pipeline.actors.collector import Collector, CollectorSpec
+    from pipeline.transport.collector_block import CollectorBlock
 
     return Collector(CollectorSpec.of(cfg), 0, 0, CollectorBlock.local())
 
@@ -27,8 +27,8 @@ def profile_run(out_dir: str, steps: int = 30) -> dict:
 
     from pipeline.settings.layers import resolve_config
     from pipeline.settings.hardware import learner_threads
-    from pipeline.engine import Engine
-    from pipeline.learner import Learner
+    from pipeline.engine.engine import Engine
+    from pipeline.agent.learner import Learner
     from pipeline.replay import Replay
 
     os.makedirs(out_dir, exist_ok=True)

@@ -85,8 +85,8 @@ def _row(overrides: dict, seconds: float, window_s: float, actor_rate: float | N
     from config_optimized import Config
     from pipeline.settings.check import validate
     from pipeline.settings.hardware import detect_hardware
-    from pipeline.run import open_run
-    from pipeline.trainer import Trainer
+    from pipeline.runtime.run import open_run
+    from pipeline.runtime.trainer import Trainer
 
     if actor_rate is not None:
         from pipeline.distributed.intake import RayCollectors

@@ -13,7 +13,7 @@ from .common import FRAME, get_from
 
 
 def _ring_producer(name, capacity, n, batch):
-    from pipeline.ring import Ring
+    from pipeline.transport.ring import Ring
 
     ring = Ring.attach(name, capacity)
     frames = np.random.default_rng(0).integers(0, 255, (batch, 84, 84), dtype=np.uint8)
@@ -31,7 +31,7 @@ def _mpq_producer(q, n, batch):
 
 
 def bench_queue(n: int, batch: int = 8) -> dict:
-    from pipeline.ring import Ring
+    from pipeline.transport.ring import Ring
 
     ctx = mp.get_context("spawn")
     ring = Ring.create("bench_ring", 4096)

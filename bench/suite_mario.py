@@ -31,7 +31,7 @@ STEPS = 2_000_000          # the preset's cap: a stage takes 1-2M agent steps, a
 EVAL_GAMES = 10            # games per play of the kept weights
 NOISY_EPSILON = 0.05       # the noisy play's epsilon (CleanRL's evaluation epsilon)
 # Seeds of the final plays: training's env seeds are the run's seed plus small offsets
-# (pipeline/collector.py), its evaluations' the seed plus agent steps (and 1,000,003 more for a
+# (pipeline/actors/collector.py), its evaluations' the seed plus agent steps (and 1,000,003 more for a
 # confirmation): these lie above all of them.
 EVAL_SEED_BASE = 900_000_000
 EVAL_FILE = "suite_eval.json"  # a seed's final plays, beside its run; redone only when its kept weights change

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from config_optimized import ConfigError
-from pipeline.file_keys import current_keys
+from pipeline.records.file_keys import current_keys
 
 from .time_to_score import PROJECT_DIR, send_all, signals_passed_on
 

@@ -23,11 +23,11 @@ def sync_row(kind: str, settings: dict, seconds: float, window_s: float) -> dict
     import random
 
     from config_optimized import Config
-    from pipeline.collector import epsilon_schedule
-    from pipeline.learner import Learner
-    from pipeline.ratio import ReplayRatio
+    from pipeline.actors.collector import epsilon_schedule
+    from pipeline.agent.learner import Learner
+    from pipeline.replay.ratio import ReplayRatio
     from pipeline.replay import Replay
-    from pipeline.rollout import Rollout
+    from pipeline.actors.rollout import Rollout
     from wrappers import BatchedEnv, make_env
 
     rss = RssPeak()

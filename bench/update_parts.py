@@ -58,7 +58,7 @@ def _layer_flops(learner, batch) -> dict[str, dict[str, float]]:
     """FLOPs of one update per part and layer: {"targets": {"conv1": ...}, "forward": ..., "backward": ...}."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from pipeline.rules import td_targets
+    from pipeline.agent.rules import td_targets
 
     names = {"Sequential.0": "conv1", "Sequential.3": "conv2", "Sequential.6": "conv3",
              "_QHead.q.0": "fc1", "_QHead.q.2": "fc2"}
@@ -88,7 +88,7 @@ def update_parts(n_updates: int = 30, batch_size: int | None = None, threads: in
     profiler, then ``n_updates`` profiled updates split into parts and layers."""
     from torch.profiler import ProfilerActivity, profile
 
-    from pipeline.learner import Learner
+    from pipeline.agent.learner import Learner
     from pipeline.settings.hardware import learner_threads
     from pipeline.settings.layers import resolve_config
     from wrappers.factory import count_actions

@@ -21,7 +21,7 @@ def discounted_returns(reward: np.ndarray, flags: np.ndarray, gamma: float) -> n
     record to the end of its episode, NaN where the episode's end is not in the stream (it went
     on past the newest record, or was truncated) and on the LAST records (a final observation,
     no action)."""
-    from pipeline.transition import LAST, TERM, TRUNC
+    from pipeline.transport.transition import LAST, TERM, TRUNC
 
     out = np.full(len(reward), np.nan)
     run = np.nan  # unknown until an episode's end is seen
@@ -41,10 +41,11 @@ def discounted_returns(reward: np.ndarray, flags: np.ndarray, gamma: float) -> n
 
 
 def value_check(run_dir, states_per_stream: int = 64, seed: int = 0) -> dict:
-    from pipeline.learner import Learner
+    from pipeline.agent.learner import Learner
     from pipeline.records import checkpoint as ckpt
     from pipeline.records.files import REPLAY_NAME
-    from pipeline.replay import Replay, snapshot
+    from pipeline.replay import Replay
+    from pipeline.records import replay_snapshot as snapshot
     from pipeline.settings.layers import trained_config
 
     run_dir = Path(run_dir)

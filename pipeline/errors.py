@@ -6,7 +6,7 @@ fix.
 ``ConfigError`` is the kind for input: a setting, an option or a file named on the command line
 that cannot work (raised before anything starts). The files a run keeps have kinds of their own,
 each a ``UserError`` too: ``CheckpointError`` (``pipeline/records/checkpoint.py``),
-``ReplayFileError`` (``pipeline/replay/snapshot.py``) and ``HubError``
+``ReplayFileError`` (``pipeline/records/replay_snapshot.py``) and ``HubError``
 (``pipeline/records/hub.py``). Imports nothing: every layer may raise them.
 """
 from __future__ import annotations

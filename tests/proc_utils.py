@@ -76,7 +76,7 @@ def segments_left(before):
     """Segments made since ``before`` (a set of /dev/shm paths) by runs no live process holds
     (``shm.live_runs``, as a starting run counts them): what finished runs left behind. A live
     run's segments are another test's run still training."""
-    from pipeline import shm
+    from pipeline.transport import shm
 
     live = set(shm.live_runs())
     return sorted(p for p in set(shm.SHM_DIR.glob(shm.PREFIX + "*")) - before

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pipeline.replay import RandomShift, Replay
-from pipeline.transition import FIRST
+from pipeline.transport.transition import FIRST
 from wrappers.action_mark import MARK_ROWS, ActionMark
 
 

@@ -211,8 +211,8 @@ def test_a_compile_row_times_a_compiled_learner_past_its_compile(monkeypatch):
     from bench.ladder import compile_at_once
     from bench.learner_grid import timed_learner
     from config_optimized import Config
-    from pipeline.engine import COMPILE_AFTER_UPDATES, Engine
-    from pipeline.learner import Learner
+    from pipeline.engine.engine import COMPILE_AFTER_UPDATES, Engine
+    from pipeline.agent.learner import Learner
 
     calls = []
 

@@ -108,7 +108,7 @@ def test_every_error_a_user_fixes_is_one_type_the_command_lines_print_as_one_lin
     from config_optimized import ConfigError, UserError
     from pipeline.records.checkpoint import CheckpointError
     from pipeline.records.hub import HubError
-    from pipeline.replay.snapshot import ReplayFileError
+    from pipeline.records.replay_snapshot import ReplayFileError
 
     assert issubclass(ConfigError, UserError) and issubclass(ConfigError, ValueError)
     for kind in (CheckpointError, ReplayFileError, HubError):

@@ -6,7 +6,7 @@ import torch
 
 from config_optimized import Config, ConfigError
 from models import NetworkSpec, build_model
-from pipeline.rollout import Rollout
+from pipeline.actors.rollout import Rollout
 from pipeline.settings.check import validate
 from pipeline.settings.hardware import Hardware
 from tests.noise_envs import NoiseEnvs

@@ -283,7 +283,7 @@ def test_cpu_profiles_use_bf16_only_where_it_was_measured_faster(speedup, amp):
 
 
 def test_bf16_speedup_is_measured_once_per_cpu_model(tmp_path, monkeypatch):
-    from pipeline import bf16_probe
+    from pipeline.engine import bf16_probe
     from pipeline.settings import hardware
 
     monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
@@ -313,7 +313,7 @@ def test_a_run_started_beside_a_probing_run_waits_for_its_figure(tmp_path, monke
     import fcntl
     import threading
 
-    from pipeline import bf16_probe
+    from pipeline.engine import bf16_probe
     from pipeline.records.record import write_json
     from pipeline.settings import hardware
 
@@ -335,7 +335,7 @@ def test_a_run_started_beside_a_probing_run_waits_for_its_figure(tmp_path, monke
 
 
 def test_bf16_probe_is_not_run_while_other_runs_hold_the_cores(tmp_path, monkeypatch):
-    from pipeline import bf16_probe
+    from pipeline.engine import bf16_probe
     from pipeline.settings import hardware
 
     monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
@@ -347,7 +347,7 @@ def test_bf16_probe_is_not_run_while_other_runs_hold_the_cores(tmp_path, monkeyp
 
 
 def test_bf16_probe_is_not_kept_when_other_work_used_the_cores_while_it_measured(tmp_path, monkeypatch):
-    from pipeline import bf16_probe
+    from pipeline.engine import bf16_probe
     from pipeline.settings import hardware
 
     monkeypatch.setenv("DQN_PROFILE_DIR", str(tmp_path))
@@ -369,7 +369,7 @@ def test_bf16_probe_is_not_kept_when_other_work_used_the_cores_while_it_measured
 def test_the_probes_readings_count_this_processs_own_cpu_time():
     import time
 
-    from pipeline import bf16_probe
+    from pipeline.engine import bf16_probe
 
     busy0, own0 = bf16_probe._busy_seconds()
     t0 = time.process_time()
@@ -381,7 +381,7 @@ def test_the_probes_readings_count_this_processs_own_cpu_time():
 
 
 def test_bf16_speedup_probe_times_both_precisions():
-    from pipeline.bf16_probe import measure_bf16_speedup
+    from pipeline.engine.bf16_probe import measure_bf16_speedup
 
     assert 0.05 < measure_bf16_speedup(steps=1) < 20
 

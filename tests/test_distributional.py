@@ -5,8 +5,8 @@ import torch
 
 from config_optimized import Config
 from models import NetworkSpec, build_model
-from pipeline.learner import Learner
-from pipeline.rules import quantile_huber, td_targets
+from pipeline.agent.learner import Learner
+from pipeline.agent.rules import quantile_huber, td_targets
 
 
 def _learner(**kw):

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.collector import RecordPusher
-from pipeline.consolidator import Consolidator
+from pipeline.actors.collector import RecordPusher
+from pipeline.replay.consolidator import Consolidator
 from pipeline.replay import Replay
-from pipeline.ring import Ring
-from pipeline.rollout import Rollout
+from pipeline.transport.ring import Ring
+from pipeline.actors.rollout import Rollout
 from wrappers.batched import BatchStep
 
 EP_LEN = 5  # every game: 5 steps, reward 1 each, terminated on the 5th

@@ -90,8 +90,8 @@ def test_a_resumed_runs_score_goes_on_from_the_games_before_it(tmp_path):
     import torch
 
     from config_optimized import Config
-    from pipeline.games import Episode
-    from pipeline.learner import Learner
+    from pipeline.transport.games import Episode
+    from pipeline.agent.learner import Learner
     from pipeline.records.books import RunBooks
     from pipeline.records.counters import RunCounters
     from pipeline.replay import Replay
@@ -123,8 +123,8 @@ def test_a_target_reached_in_games_booked_at_an_epochs_end_still_stops_the_run(t
     import torch
 
     from config_optimized import Config
-    from pipeline.games import Episode
-    from pipeline.learner import Learner
+    from pipeline.transport.games import Episode
+    from pipeline.agent.learner import Learner
     from pipeline.records.books import RunBooks
     from pipeline.records.counters import RunCounters
     from pipeline.replay import Replay

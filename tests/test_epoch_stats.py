@@ -86,7 +86,7 @@ def test_processor_lines_come_at_the_interval_while_the_replay_fills_then_one_af
     an epoch at most, so it does not bury them (a Mario log had 1,087 of them to 76 epochs)."""
     import time
 
-    from pipeline.consolidator import Consolidator
+    from pipeline.replay.consolidator import Consolidator
 
     lines = []
     c = Consolidator([], [], 1, lines.append, 0.01)  # no rings: the thread drains nothing and logs

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pipeline.evaluation.evaluate import env_quotas, play_games
-from pipeline.rollout import Rollout
+from pipeline.actors.rollout import Rollout
 from tests.run_folders import make_run
 from wrappers import BatchedEnv
 from wrappers.options import EnvOptions

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pipeline.records import checkpoint as ckpt
-from pipeline.ring import HEAD, TAIL
+from pipeline.transport.ring import HEAD, TAIL
 from tests.proc_utils import (CATCH, check_clean, collector_pids, marked_processes, read_until, run, running, segments,
                               start)
 
@@ -309,7 +309,7 @@ def test_full_disk_during_run_stops_cleanly_and_keeps_checkpoint(tmp_path):
 
 
 def test_shared_memory_that_does_not_fit_is_a_clear_error():
-    from pipeline import shm
+    from pipeline.transport import shm
 
     st = os.statvfs(shm.SHM_DIR)
     with pytest.raises(shm.ShmError, match=r"does not fit in /dev/shm .*--shm-size"):
@@ -347,7 +347,8 @@ def test_failure_during_setup_is_one_clear_line(tmp_path, monkeypatch):
     """A failure before the run is whole (here: no room for a ring) must end in its own
     "[MAIN] Error:" line and exit code 1, not in a crash of the shutdown code."""
     from pipeline.settings.layers import resolve_config
-    from pipeline import run, shm, wiring
+    from pipeline.runtime import run, wiring
+    from pipeline.transport import shm
 
     res = resolve_config({"env": "tests.catch_env:Catch-v0", "run_dir": str(tmp_path / "run"),
                           "buffer_size": 20_000, "envs_per_collector": 4, "tensorboard": False})

@@ -18,9 +18,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 # the transport, the rollout, the replay and the records (whole games, epochs, metrics, files)
-GAME_FREE = ("pipeline/ring.py", "pipeline/shm.py", "pipeline/collector.py", "pipeline/collector_block.py",
-             "pipeline/consolidator.py", "pipeline/transition.py", "pipeline/control.py", "pipeline/rollout.py",
-             "pipeline/games.py", "pipeline/replay", "pipeline/records")
+GAME_FREE = ("pipeline/transport", "pipeline/actors", "pipeline/replay", "pipeline/records")
 
 # what names a game or one family's own figures: the games, the info keys, the rule and the
 # statistics Mario adds; "flag" alone is the key of his games' flag in episodes.jsonl. The entry
@@ -182,10 +180,10 @@ class ZeroQ(torch.nn.Module):
 def test_a_new_family_rides_the_rollout_ring_and_records_without_a_change_to_them():
     """A made-up family (laps): its field crosses a real ring, the consolidation thread's game
     rows carry its statistic; nothing of the data path or the records knows of it."""
-    from pipeline.games import finished_games
+    from pipeline.transport.games import finished_games
     from pipeline.records.episodes import episode_row
-    from pipeline.ring import Ring
-    from pipeline.rollout import Rollout
+    from pipeline.transport.ring import Ring
+    from pipeline.actors.rollout import Rollout
 
     env = LapEnvs()
     rollout = Rollout(env, ZeroQ(), 4, False, seed=0)
@@ -223,7 +221,7 @@ def test_a_collector_that_names_other_fields_than_its_ring_holds_is_refused_at_a
     """The learner lays out each ring for its game family's fields and each collector attaches
     naming its own: a mismatch is refused with the reason, not written where the learner reads
     other fields."""
-    from pipeline.ring import Ring, RingLayoutError
+    from pipeline.transport.ring import Ring, RingLayoutError
     from wrappers.families import MARIO
 
     ring = Ring.create("test_ring_layout", 16, extras=MARIO.fields)

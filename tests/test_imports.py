@@ -28,51 +28,33 @@ ROOT = Path(__file__).resolve().parent.parent
 TOP_MODULES = ("config_optimized", "mario_rl_optimized", "benchmark_performance")
 PACKAGES = ("pipeline", "wrappers", "models", "presets", "bench", "tests")
 
-# The layers, low to high. A module belongs to the longest entry that is it or a package above it;
-# a module may import its own layer and the ones below at module level, never one above.
+# The layers, low to high, by folder: pipeline/ is a folder per role, and a module takes the layer
+# of the folder it sits in (the longest entry that is it or a package above it). A module may
+# import its own layer and the ones below at module level, never one above. Only the two modules
+# every layer uses, importing nothing of the project, sit in pipeline/ itself.
 LAYERS = {
-    # 0: settings that import nothing of the project's code above them
+    # 0: settings and what every layer uses, importing nothing of the project's code above them
     "config_optimized": 0,
     "presets": 0,
     "wrappers.options": 0,
-    "pipeline.quick_exit": 0,  # the end of a script or a spawned child: imports nothing of the project
-    "pipeline.errors": 0,  # UserError and ConfigError: imports nothing, every layer raises them
+    "pipeline.errors": 0,      # UserError and its kinds: every layer raises them
+    "pipeline.quick_exit": 0,  # the end of a script or a spawned child
     # 1: environments and networks
     "wrappers": 1,
     "models": 1,
-    # 2: the data path, in the order a transition travels
-    "pipeline.transition": 2,
-    "pipeline.rollout": 2,
-    "pipeline.collector": 2,
-    "pipeline.ring": 2,
-    "pipeline.collector_block": 2,
-    "pipeline.control": 2,
-    "pipeline.shm": 2,
-    "pipeline.supervisor": 2,
-    "pipeline.process_start": 2,  # how collectors and the evaluator start, and notice a dead learner
-    "pipeline.games": 2,
-    "pipeline.consolidator": 2,
-    "pipeline.replay": 2,
-    "pipeline.prefetch": 2,
-    "pipeline.ratio": 2,
-    "pipeline.rules": 2,
-    "pipeline.learner": 2,
-    "pipeline.engine": 2,  # the whole-update CUDA graph that runs the learner's step
-    "pipeline.distributed.no_ray": 2,  # the data path's stand-in for Ray's intake: imports nothing
-    "pipeline.distributed.errors": 2,
-    "pipeline.file_keys": 2,  # old key names of the run files, read by the replay's snapshot and the records  # the Ray error the data path catches, apart from the code that talks to Ray
-    # 3: run records, evaluation, configuration
+    # 2: the data path, in the order a transition travels, and the agent it feeds
+    "pipeline.transport": 2,   # the record, the rings, the control block, shared memory, whole games
+    "pipeline.actors": 2,      # collectors, their rollout and supervisor; what the data path holds of Ray's
+    "pipeline.replay": 2,      # consolidation, storage/writer/sampler, prefetch, the replay ratio
+    "pipeline.agent": 2,       # the rules and the learner's one update step
+    # 3: what runs the agent on this machine, run records, evaluation, configuration
+    "pipeline.engine": 3,      # compile and CUDA graph around the update; bf16 probe; the learner's threads
     "pipeline.records": 3,
     "pipeline.evaluation": 3,
     "pipeline.settings": 3,
-    # 4: Ray collectors and the learner process: its parts wired, its loop, a run
+    # 4: the learner process (its parts wired, its loop, a run) and the Ray collectors
+    "pipeline.runtime": 4,
     "pipeline.distributed": 4,
-    "pipeline.bf16_probe": 4,  # the training run's start-up measures bf16 before its profile is resolved
-    "pipeline.thread_share": 4,  # the learner's threads following the free cores (reads /proc only)
-    "pipeline.child_preload": 4,  # what the fork server imports for the children: collector and evaluator code
-    "pipeline.wiring": 4,
-    "pipeline.trainer": 4,
-    "pipeline.run": 4,
     # 5: entry points and benchmarks
     "mario_rl_optimized": 5,
     "benchmark_performance": 5,
@@ -80,6 +62,8 @@ LAYERS = {
     # 6: the tests
     "tests": 6,
 }
+# The modules that may sit in pipeline/ itself, outside a role's folder.
+PIPELINE_LEAVES = {"pipeline.errors", "pipeline.quick_exit"}
 
 
 def project_modules() -> dict[str, Path]:
@@ -251,6 +235,18 @@ def test_every_module_has_a_layer():
     assert not missing, f"modules with no layer in LAYERS (add each to its layer): {missing}"
 
 
+def test_pipeline_is_folders_and_the_layers_name_folders():
+    """pipeline/ holds its roles' folders and the two shared leaves; every other entry of LAYERS
+    under pipeline/ is a folder (a package), so a module's layer is where it sits."""
+    mods = project_modules()
+    flat = sorted(m for m in mods if m.startswith("pipeline.") and m.count(".") == 1
+                  and mods[m].name != "__init__.py")
+    assert flat == sorted(PIPELINE_LEAVES), f"modules in pipeline/ outside a role's folder: {flat}"
+    for entry in LAYERS:
+        if entry.startswith("pipeline.") and entry not in PIPELINE_LEAVES:
+            assert (ROOT / entry.replace(".", "/") / "__init__.py").exists(), f"{entry} is not a folder"
+
+
 def test_module_level_imports_go_down_the_layers():
     graph = import_graph(project_modules())
     upward = sorted(f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
@@ -277,9 +273,10 @@ def test_the_cycle_check_finds_a_planted_cycle():
 def test_relative_imports_resolve_to_the_modules_they_load():
     graph = import_graph(project_modules())
     assert "pipeline.replay.storage" in graph["pipeline.replay.sampler"]
-    assert "pipeline.transition" in graph["pipeline.replay.sampler"]  # from ..transition import LAST
-    assert "pipeline.records.checkpoint" in graph["pipeline.run"]      # from .records import checkpoint as ckpt
-    assert "pipeline.shm" in graph["pipeline.run"]                     # from . import shm
+    assert "pipeline.transport.transition" in graph["pipeline.replay.sampler"]  # from ..transport.transition import LAST
+    assert "pipeline.records.checkpoint" in graph["pipeline.runtime.run"]      # from ..records import checkpoint as ckpt
+    assert "pipeline.transport.shm" in graph["pipeline.runtime.run"]           # from ..transport import shm
+    assert "pipeline.agent.rules" in graph["pipeline.agent.learner"]            # from . import rules
 
 
 def upward(graph: dict[str, set[str]], allowed=()) -> list[str]:
@@ -319,19 +316,19 @@ def test_the_checks_find_each_kind_of_fault(tmp_path):
     in a made-up tree: each check must name it."""
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "__init__.py").write_text("")
-    (tmp_path / "models" / "top.py").write_text("import pipeline.run\n")                  # 1 -> 4, module level
-    (tmp_path / "models" / "lazy.py").write_text("def f():\n    import pipeline.run\n")    # 1 -> 4, in a function
+    (tmp_path / "models" / "top.py").write_text("import pipeline.runtime.run\n")                  # 1 -> 4, module level
+    (tmp_path / "models" / "lazy.py").write_text("def f():\n    import pipeline.runtime.run\n")    # 1 -> 4, in a function
     (tmp_path / "models" / "a.py").write_text("import models.b\n")
     (tmp_path / "models" / "b.py").write_text("def g():\n    import models.a\n")          # a -> b -> a
     (tmp_path / "models" / "typed.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pipeline.run\n")  # annotations: fine
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pipeline.runtime.run\n")  # annotations: fine
     (tmp_path / "pipeline").mkdir()
     (tmp_path / "pipeline" / "run.py").write_text("")
-    mods = {"models": tmp_path / "models" / "__init__.py", "pipeline.run": tmp_path / "pipeline" / "run.py",
+    mods = {"models": tmp_path / "models" / "__init__.py", "pipeline.runtime.run": tmp_path / "pipeline" / "run.py",
             **{f"models.{n}": tmp_path / "models" / f"{n}.py" for n in ("top", "lazy", "a", "b", "typed")}}
-    assert upward(import_graph(mods)) == ["models.top (layer 1) imports pipeline.run (layer 4)"]
-    assert upward(import_graph(mods, all_imports)) == ["models.lazy (layer 1) imports pipeline.run (layer 4)",
-                                                       "models.top (layer 1) imports pipeline.run (layer 4)"]
+    assert upward(import_graph(mods)) == ["models.top (layer 1) imports pipeline.runtime.run (layer 4)"]
+    assert upward(import_graph(mods, all_imports)) == ["models.lazy (layer 1) imports pipeline.runtime.run (layer 4)",
+                                                       "models.top (layer 1) imports pipeline.runtime.run (layer 4)"]
     assert find_cycles(import_graph(mods)) == []
     assert find_cycles(import_graph(mods, all_imports)) == [["models.a", "models.b", "models.a"]]
     assert find_cycles(import_graph(mods, module_imports)) == [["models.a", "models.b", "models.a"]]

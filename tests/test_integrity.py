@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline.distributed.no_ray import NoRayCollectors
+from pipeline.actors.no_ray import NoRayCollectors
 from pipeline.records import checkpoint as ckpt
-from pipeline.learner import Learner, TrainingDiverged
+from pipeline.agent.learner import Learner, TrainingDiverged
 from pipeline.records.books import RunBooks
 from pipeline.records.counters import RunCounters
 from pipeline.replay import Replay
 from pipeline.settings.hardware import Hardware
-from pipeline.wiring import Pipeline
+from pipeline.runtime.wiring import Pipeline
 
 
 def _parts(run_dir, pushed):

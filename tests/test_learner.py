@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline.engine import COMPILE_AFTER_UPDATES, GRAPH_WARMUP_UPDATES, Engine, compile_mode, graph_scope
-from pipeline.learner import Learner, amp_dtype_for
-from pipeline.rules import td_targets
+from pipeline.engine.engine import COMPILE_AFTER_UPDATES, GRAPH_WARMUP_UPDATES, Engine, compile_mode, graph_scope
+from pipeline.agent.learner import Learner, amp_dtype_for
+from pipeline.agent.rules import td_targets
 from tests.proc_utils import ROOT
 
 
@@ -176,7 +176,7 @@ def test_target_sync_interval():
 def test_nan_batch_is_skipped_without_poisoning_weights_then_diverges():
     import pytest
 
-    from pipeline.learner import TrainingDiverged
+    from pipeline.agent.learner import TrainingDiverged
 
     lrn = _learner()
     good = lrn.to_device(_batch(32))
@@ -203,7 +203,7 @@ def test_non_finite_gradient_with_a_finite_loss_is_skipped_like_a_nan_loss(max_g
     """fp32 and bf16 have no GradScaler to catch an inf gradient behind a finite loss: the step
     must be skipped, or clipping turns inf into NaN (and without clipping Adam's inf/inf does)
     and every weight becomes NaN."""
-    from pipeline.learner import TrainingDiverged
+    from pipeline.agent.learner import TrainingDiverged
 
     lrn = _learner(max_grad_norm=max_grad_norm)
     good = lrn.to_device(_batch(8))
@@ -272,7 +272,7 @@ class _OnHost:
 
 
 def _one_step_of_every_env(replay, streams: int, step: int) -> None:
-    from pipeline.transition import FIRST
+    from pipeline.transport.transition import FIRST
 
     replay.writer.write(0, np.full((streams, 84, 84), step, np.uint8),
                         {"env": np.arange(streams, dtype=np.uint16), "action": np.zeros(streams, np.uint8),
@@ -287,7 +287,7 @@ def test_the_first_batch_waits_until_the_replay_can_serve_one(prioritized):
     collectors play on) instead of failing the run when the sampler finds nothing to draw."""
     import time
 
-    from pipeline.prefetch import Prefetcher
+    from pipeline.replay.prefetch import Prefetcher
     from pipeline.replay import Replay
 
     streams = 256
@@ -325,7 +325,7 @@ def test_the_first_batch_waits_until_the_replay_can_serve_one(prioritized):
 def test_a_prefetcher_waiting_for_the_replay_stops_when_asked():
     import time
 
-    from pipeline.prefetch import Prefetcher
+    from pipeline.replay.prefetch import Prefetcher
     from pipeline.replay import Replay
 
     prefetcher = Prefetcher(Replay.of(64 * 12, 1, 64), _OnHost(), 32, 2)
@@ -345,7 +345,7 @@ def test_denormals_flush_on_every_thread_only_when_set_before_parallel_work():
     parallel operation (as prepare_run and the trainer call it), and says so when it came too
     late: OpenMP threads copy the flag from the thread that starts them."""
     code = ("import torch; torch.set_num_threads(2); {before}"
-            "from pipeline.learner import flush_denormals; print(flush_denormals())")
+            "from pipeline.agent.learner import flush_denormals; print(flush_denormals())")
     out = [subprocess.run([sys.executable, "-c", code.format(before=before)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120).stdout.strip() for before in ("", "torch.ones(1 << 20).mul_(2); ")]
     assert out == ["True", "False"], out
@@ -443,7 +443,7 @@ def test_the_whole_update_step_trains_as_the_eager_update(device, monkeypatch):
 
 @pytest.mark.parametrize("device", DEVICES[:2] if "cuda" in DEVICES else ["cpu"])
 def test_a_graphed_nan_batch_steps_nothing_and_is_reported_one_update_late(device):
-    from pipeline.learner import TrainingDiverged
+    from pipeline.agent.learner import TrainingDiverged
 
     engine = _graphed(device)
     lrn = engine.learner

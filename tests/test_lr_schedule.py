@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from config_optimized import Config
-from pipeline.learner import lr_schedule
+from pipeline.agent.learner import lr_schedule
 from tests.proc_utils import CATCH, check_clean, run
 
 

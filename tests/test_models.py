@@ -138,7 +138,7 @@ def test_rollout_acting_in_bf16_plays_the_bf16_greedy_actions():
     (epsilon 0) are the argmax of the folded bf16 copy, and after new weights are loaded and
     announced (``weights_loaded``, as ``Collector.load_weights`` does) they follow the new ones."""
     from models.acting import Bf16ActingNet
-    from pipeline.rollout import Rollout
+    from pipeline.actors.rollout import Rollout
     from tests.noise_envs import NoiseEnvs
 
     torch.manual_seed(0)
@@ -209,7 +209,7 @@ def test_a_network_spec_is_one_from_the_config_and_from_the_checkpoint_it_writes
     meta, and --eval builds the network back from it; a checkpoint from before QR-DQN and IQN
     (no such keys) is a one-value head."""
     from config_optimized import Config
-    from pipeline.learner import Learner
+    from pipeline.agent.learner import Learner
     from pipeline.records.checkpoint import training_state
 
     cfg = Config.of(quantiles=51, dueling=True, model_arch="nature", amp=False)

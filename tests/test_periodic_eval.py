@@ -12,7 +12,7 @@ import torch
 
 from config_optimized import Config
 from pipeline.evaluation import periodic_eval as pe
-from pipeline.learner import Learner
+from pipeline.agent.learner import Learner
 from pipeline.records import checkpoint as ckpt
 from pipeline.records.files import BEST_EVAL_NAME, CANDIDATE_NAME, EVALS_NAME, PENDING_NAME
 

@@ -4,7 +4,7 @@ import torch
 
 from bench.profile import profiled_collector
 from models.weights import flat_size, write_flat
-from pipeline.learner import Learner
+from pipeline.agent.learner import Learner
 from pipeline.settings.layers import resolve_config
 from tests.test_config import hw
 

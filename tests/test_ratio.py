@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pipeline.collector_block import CollectorBlock
-from pipeline.ratio import ReplayRatio
-from pipeline.wiring import Pipeline
+from pipeline.transport.collector_block import CollectorBlock
+from pipeline.replay.ratio import ReplayRatio
+from pipeline.runtime.wiring import Pipeline
 
 
 def test_updates_are_due_exactly_as_the_steps_pay_for_them():
@@ -96,7 +96,7 @@ def test_collectors_that_wake_late_still_get_their_share_of_the_steps():
 
 
 def test_the_shares_add_up_to_the_headroom_and_give_each_collector_a_part():
-    from pipeline.ratio import shares
+    from pipeline.replay.ratio import shares
     assert shares(0, [5, 0, 9]) == [0, 0, 0]
     assert shares(8, [100, 0, 50, 100, 0, 100, 100, 100]) == [2, 2, 2, 0, 2, 0, 0, 0]  # the ones behind first
     big = shares(1000, [0] * 4 + [10_000] * 4)
@@ -116,7 +116,7 @@ def test_ray_actors_held_back_stay_held_when_their_batches_come_back_short(monke
 
     from pipeline.distributed.intake import IN_FLIGHT, RayCollectors, RemoteSource
     from pipeline.distributed.remote_collector import Batch
-    from pipeline.transition import LAST, is_agent_step
+    from pipeline.transport.transition import LAST, is_agent_step
 
     class RayError(Exception):
         pass

@@ -154,7 +154,7 @@ def _check_exactly_once_in_order(frames, written, pos):
 
 
 def test_plain_run_never_imports_ray():
-    code = ("import sys, mario_rl_optimized, pipeline.run, pipeline.trainer, pipeline.settings.layers; "
+    code = ("import sys, mario_rl_optimized, pipeline.runtime.run, pipeline.runtime.trainer, pipeline.settings.layers; "
             "assert 'ray' not in sys.modules, 'ray imported'")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from pipeline.replay import Replay
-from pipeline.rollout import Rollout
-from pipeline.transition import EXPLORED, FIRST, LAST, TERM, TRUNC
+from pipeline.actors.rollout import Rollout
+from pipeline.transport.transition import EXPLORED, FIRST, LAST, TERM, TRUNC
 from wrappers.batched import BatchStep
 
 K, N, GAMMA = 4, 3, 0.9
@@ -309,7 +309,7 @@ def test_n_step_cut_ends_each_return_before_the_next_random_action():
 def test_channels_last_batches_hold_the_same_stacks_laid_out_for_the_cpu_learner():
     """``sample(channels_last=True)`` gives the same frame stacks, in [B, H, W, k] memory, and a
     channels_last CPU learner takes them as they are, without a copy."""
-    from pipeline.learner import Learner
+    from pipeline.agent.learner import Learner
     from pipeline.settings.layers import resolve_config
     from pipeline.settings.hardware import detect_hardware
 

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from models import NetworkSpec, build_model
-from pipeline.replay import Replay, snapshot
-from pipeline.rollout import Rollout
+from pipeline.replay import Replay
+from pipeline.records import replay_snapshot as snapshot
+from pipeline.actors.rollout import Rollout
 from wrappers import BatchedEnv, EnvOptions
 
 CATCH = "tests.catch_env:Catch-v0"

@@ -9,8 +9,9 @@ import torch
 import mario_rl_optimized
 from config_optimized import Config
 from pipeline.records import checkpoint as ckpt
-from pipeline.learner import Learner
-from pipeline.replay import Replay, snapshot
+from pipeline.agent.learner import Learner
+from pipeline.replay import Replay
+from pipeline.records import replay_snapshot as snapshot
 from pipeline.records.files import REPLAY_NAME
 from pipeline.records.resume import check_resume, owed_updates, resume
 from presets import family_of, load_preset
@@ -292,7 +293,7 @@ def test_a_resumed_run_draws_the_shifts_and_cuda_numbers_it_would_have(tmp_path,
 def test_a_run_folder_of_an_earlier_version_reads_under_todays_key_names(tmp_path):
     """Files written when agent steps were keyed ``env_steps`` (checkpoint counters, the kept
     weights' score, replay meta, metrics and games): resumed and read as today's files."""
-    from pipeline.file_keys import current_keys
+    from pipeline.records.file_keys import current_keys
     from pipeline.records.episodes import read_episodes
     from pipeline.records.metrics import read_metrics
 

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.ring import Ring
+from pipeline.transport.ring import Ring
 
 N_RECORDS, CAPACITY, CHUNK = 5_000, 64, 7
 
@@ -70,7 +70,7 @@ def test_drop_mode_counts_every_dropped_record():
 
 
 def test_ring_segment_is_removed_on_close():
-    from pipeline import shm
+    from pipeline.transport import shm
 
     ring = Ring.create("test_ring_close", 8)
     name = ring.name

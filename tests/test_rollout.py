@@ -3,7 +3,7 @@ greedily, and the actions a seed plays do not depend on whether it ran."""
 import numpy as np
 import torch
 
-from pipeline.rollout import Rollout
+from pipeline.actors.rollout import Rollout
 from tests.test_drop_mode import FiveStepEnvs
 
 

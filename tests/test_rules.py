@@ -1,4 +1,4 @@
-"""The learning rules (pipeline/rules.py): IQN and Munchausen against cases computed by hand, the
+"""The learning rules (pipeline/agent/rules.py): IQN and Munchausen against cases computed by hand, the
 Learner's targets equal to the rule's formula on its networks' outputs (Nature and BatchNorm
 networks), learning on a fixed return, and a loss with no host sync, as the whole-update CUDA
 graph needs (checked on the CPU)."""
@@ -11,8 +11,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from config_optimized import Config, ConfigError
 from models import NetworkSpec, build_model
-from pipeline.learner import Learner
-from pipeline.rules import Rule, loss, pick, quantile_huber, targets, td_targets
+from pipeline.agent.learner import Learner
+from pipeline.agent.rules import Rule, loss, pick, quantile_huber, targets, td_targets
 from pipeline.settings.check import validate
 from pipeline.settings.hardware import Hardware
 
@@ -237,7 +237,7 @@ def test_the_loss_weighs_each_sample_by_its_importance_weight():
 def test_the_whole_update_step_trains_the_new_rules_as_the_eager_update(kw):
     # The step a CUDA graph captures (run eagerly on a CPU) draws IQN's fractions on the device
     # as the eager update does: from the same seed, the same weights after every update.
-    from pipeline.engine import Engine
+    from pipeline.engine.engine import Engine
 
     eager, learner = _learner(lr=1e-3, target_update_interval=2, **kw), _learner(lr=1e-3, target_update_interval=2, **kw)
     graphed = Engine(learner, scope="update", compile_after=0)
@@ -260,7 +260,7 @@ def test_the_new_rules_capture_as_one_cuda_graph(kw):
     # IQN draws its fractions on the device inside the captured update (CUDA graphs replay the
     # generator's offsets), Munchausen adds a target forward on s: both are captured after the
     # warm-ups and replay with finite figures and moving weights.
-    from pipeline.engine import GRAPH_WARMUP_UPDATES, Engine
+    from pipeline.engine.engine import GRAPH_WARMUP_UPDATES, Engine
 
     torch.manual_seed(0)
     lrn = Learner(Config.of(amp=True, **kw).learner, 4, 6, torch.device("cuda"))

@@ -45,7 +45,7 @@ def test_two_runs_named_in_the_same_second_get_two_folders_even_before_either_wr
 def test_a_refused_new_run_leaves_no_folder(tmp_path, monkeypatch):
     import functools
 
-    from pipeline import run as R
+    from pipeline.runtime import run as R
 
     monkeypatch.setattr(R, "resolve_run_dir", functools.partial(resolve_run_dir, root=tmp_path))
     with pytest.raises(ConfigError, match="--lr"):
@@ -69,7 +69,7 @@ def test_overwrite_leaves_nothing_of_the_old_run(tmp_path):
     --eval's rows, an old flag.mp4 film weights the folder no longer holds. Only train.log stays,
     emptied: the new run holds it open (the real path, open_run)."""
     from pipeline.records import files
-    from pipeline.run import open_run
+    from pipeline.runtime.run import open_run
 
     outside = {files.VIDEO_NAME, files.MODEL_CARD_NAME, files.LATEST_LINK}  # the Hub upload's; runs/latest
     names = {v for k, v in vars(files).items() if k.isupper() and isinstance(v, str) and not k.endswith("_SUFFIX")}

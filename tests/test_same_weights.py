@@ -29,12 +29,12 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.engine import GRAPH_WARMUP_UPDATES, Engine
-from pipeline.learner import Learner, lr_schedule
+from pipeline.engine.engine import GRAPH_WARMUP_UPDATES, Engine
+from pipeline.agent.learner import Learner, lr_schedule
 from pipeline.replay import Replay
 from pipeline.settings.hardware import cpu_info
 from pipeline.settings.layers import resolve_config
-from pipeline.transition import FIRST, LAST, TERM, TRUNC
+from pipeline.transport.transition import FIRST, LAST, TERM, TRUNC
 from tests.test_config import hw
 
 UPDATES = 200

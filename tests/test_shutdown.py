@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 
 from models.weights import flat_size
-from pipeline.collector import Collector, CollectorSpec, CollectorStart, run_collector
-from pipeline.collector_block import CollectorBlock
+from pipeline.actors.collector import Collector, CollectorSpec, CollectorStart, run_collector
+from pipeline.transport.collector_block import CollectorBlock
 from pipeline.settings.layers import resolve_config
-from pipeline.consolidator import Consolidator
-from pipeline.control import ControlBlock
+from pipeline.replay.consolidator import Consolidator
+from pipeline.transport.control import ControlBlock
 from pipeline.distributed.intake import RayCollectors, RemoteSource
 from pipeline.distributed.remote_collector import Batch
 from pipeline.replay import Replay
-from pipeline.ring import HEAD, Ring
-from pipeline.rollout import Rollout
-from pipeline.transition import EP_END, is_agent_step
+from pipeline.transport.ring import HEAD, Ring
+from pipeline.actors.rollout import Rollout
+from pipeline.transport.transition import EP_END, is_agent_step
 from tests.proc_utils import running
 from tests.test_drop_mode import FiveStepEnvs, ZeroQ
 from wrappers.families import game_family

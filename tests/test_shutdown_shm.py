@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import shm
+from pipeline.transport import shm
 
 ctx = mp.get_context("fork")
 

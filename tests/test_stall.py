@@ -10,10 +10,10 @@ import torch
 
 from config_optimized import Config
 from pipeline.replay import Replay
-from pipeline.rollout import Rollout
+from pipeline.actors.rollout import Rollout
 from pipeline.settings.check import ConfigError, validate
 from pipeline.settings.hardware import Hardware
-from pipeline.transition import EP_END, FIRST, LAST, TERM
+from pipeline.transport.transition import EP_END, FIRST, LAST, TERM
 from wrappers.batched import BatchStep
 from wrappers.families import MARIO
 from wrappers.options import EnvOptions
@@ -189,8 +189,8 @@ def test_mario_pressing_nothing_stalls_on_the_emulator_and_plays_on():
 def test_a_collector_counts_its_stalls_in_its_block_for_the_epoch_line():
     """The real Collector on the real emulator: the stalls its rollout cut reach the block the
     learner reads (``Pipeline.mark`` sums them into the epoch line's Stalls)."""
-    from pipeline.collector import Collector, CollectorSpec
-    from pipeline.collector_block import CollectorBlock
+    from pipeline.actors.collector import Collector, CollectorSpec
+    from pipeline.transport.collector_block import CollectorBlock
 
     cfg = Config.of(env="SuperMarioBros-1-1-v0", mario_actions="simple", noop_max=0, stall_steps=5,
                     envs_per_collector=1, env_threads=1, eps_start=0.0, eps_end=0.0)

@@ -15,7 +15,7 @@ import pytest
 from bench import suite_mario as M
 from bench import suite_runs as R
 from config_optimized import ConfigError
-from pipeline.collector import collector_seed
+from pipeline.actors.collector import collector_seed
 from pipeline.evaluation.periodic_eval import CONFIRM_SEED_OFFSET
 from pipeline.records.episodes import read_episodes
 from tests.proc_utils import ROOT, env_for, marked_processes

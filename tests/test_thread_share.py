@@ -1,4 +1,4 @@
-"""The learner's threads follow the cores other processes leave free (pipeline/thread_share.py)."""
+"""The learner's threads follow the cores other processes leave free (pipeline/engine/thread_share.py)."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import thread_share as T
+from pipeline.engine import thread_share as T
 
 
 def test_the_team_loses_a_thread_per_core_others_hold_and_never_falls_below_one():

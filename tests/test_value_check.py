@@ -8,7 +8,7 @@ import torch
 
 from bench.value_check import discounted_returns, value_check
 from config_optimized import Config
-from pipeline.transition import FIRST, LAST, TERM, TRUNC
+from pipeline.transport.transition import FIRST, LAST, TERM, TRUNC
 from tests.test_replay_snapshot import M, catch_replay
 from tests.test_resume import CATCH, _learner, _save_run
 

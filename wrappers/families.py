@@ -14,7 +14,7 @@ Where each hook runs:
 - ``tracker``: the rollout's per-env state of the family (``GameTracker``), stepped once per
   batch step; its ``step`` may end learning episodes (the rollout counts them, ``cuts``) and
   change the learned reward, and its ``record`` adds the family's ``fields`` to every record;
-- ``fields``: the record's extra fields after ``pipeline/transition.py``'s, laid out in every
+- ``fields``: the record's extra fields after ``pipeline/transport/transition.py``'s, laid out in every
   ring (``Ring.create(extras=...)``) and carried by Ray batches; the replay stores none of them;
 - ``game_stats``: a game-ending record's statistics, as the keys of its ``episodes.jsonl`` row;
 - the epoch's line, its ``metrics.jsonl`` row and TensorBoard tags, the learning curve's

@@ -32,8 +32,8 @@ import torch
 from config_optimized import Config
 from models.weights import write_flat
 
-from ..collector import CollectorSpec
-from ..collector_block import BLOCK_WORDS, CollectorBlock
+from ..actors.collector import CollectorSpec
+from ..transport.collector_block import BLOCK_WORDS, CollectorBlock
 from . import cluster
 from .remote_collector import Batch, RemoteCollector, Request
 

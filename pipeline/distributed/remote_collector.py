@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..collector import Collector, CollectorSpec, collector_seed, use_one_core
-from ..collector_block import CollectorBlock
+from ..actors.collector import Collector, CollectorSpec, collector_seed, use_one_core
+from ..transport.collector_block import CollectorBlock
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Request:
 @dataclass
 class Batch:
     frames: np.ndarray | bytes  # [n, 84, 84] uint8, or its zlib bytes (--ray-compress)
-    fields: dict                # the ring's record fields (pipeline/transition.py, and the game family's)
+    fields: dict                # the ring's record fields (pipeline/transport/transition.py, and the game family's)
     live: int                   # agent steps among the records
     env_ns: int                 # time stepping the envs for this batch
     act_ns: int                 # time choosing actions

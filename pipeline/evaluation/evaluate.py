@@ -21,7 +21,7 @@ from ..records.episodes import SCORE_WINDOW
 from ..records.files import BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, EVAL_NAME
 from ..records.record import append_jsonl, write_json
 from ..settings.layers import trained_config
-from ..transition import EP_END, EXPLORED, LAST, TERM, TRUNC
+from ..transport.transition import EP_END, EXPLORED, LAST, TERM, TRUNC
 
 # How the games are played, which an evaluation may change from what the run trained with (as
 # Machado et al. 2018 evaluate agents with and without sticky actions); every other setting is
@@ -391,7 +391,7 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     from wrappers import BatchedEnv
     from wrappers.registry import is_mario, is_module_env_id
 
-    from ..rollout import Rollout
+    from ..actors.rollout import Rollout
 
     filmed = video_games if video else 0
     if video and not 1 <= video_games <= episodes:

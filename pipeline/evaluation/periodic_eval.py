@@ -65,7 +65,7 @@ def _exit_with_learner(every_s: float = 0.1) -> None:
     step in progress cannot hold it up; the collectors check the same way in their loop."""
     import threading
 
-    from ..process_start import learner_alive
+    from ..actors.process_start import learner_alive
 
     def watch():
         while learner_alive():

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from wrappers.families import game_family
 
-from ..collector import epsilon_schedule
+from ..actors.collector import epsilon_schedule
 from ..evaluation.periodic_eval import run_eval_plan
-from ..games import Episode
-from ..learner import lr_schedule
+from ..transport.games import Episode
+from ..agent.learner import lr_schedule
 from ..settings.profiles import profile_reason
 from . import checkpoint as ckpt
 from .counters import RunCounters

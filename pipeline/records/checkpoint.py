@@ -12,7 +12,7 @@ import torch
 from models import NetworkSpec
 
 from ..errors import UserError
-from ..file_keys import current_keys
+from .file_keys import current_keys
 from .files import CHECKPOINT_NAME, TMP_SUFFIX, WEIGHTS_BEST_FIRST
 
 

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..games import Episode
+from ..transport.games import Episode
 from .files import EPISODES_NAME
 from .metrics import read_jsonl
 

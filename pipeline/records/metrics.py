@@ -8,7 +8,7 @@ import json
 import math
 from pathlib import Path
 
-from ..file_keys import current_keys
+from .file_keys import current_keys
 from .files import METRICS_NAME, TB_DIR
 
 # metrics.jsonl key -> TensorBoard tag, grouped the way CleanRL and SB3 group theirs

@@ -11,8 +11,9 @@ from pathlib import Path
 from wrappers.families import game_family
 
 from ..evaluation.periodic_eval import read_pending, run_eval_plan
-from ..file_keys import current_keys
-from ..replay import Storage, snapshot
+from .file_keys import current_keys
+from ..replay import Storage
+from . import replay_snapshot as snapshot
 from . import checkpoint as ckpt
 from .counters import RunCounters
 from .files import (BEST_EVAL_NAME, BEST_NAME, CANDIDATE_NAME, CHECKPOINT_NAME, EPISODES_NAME, EVALS_NAME,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..transition import LAST
+from ..transport.transition import LAST
 from .storage import Storage
 
 

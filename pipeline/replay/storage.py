@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from ..transition import EXPLORED, FIRST, LAST, TERM, TRUNC
+from ..transport.transition import EXPLORED, FIRST, LAST, TERM, TRUNC
 
 
 class Storage:

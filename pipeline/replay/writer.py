@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..transition import FIRST, LAST, STATS, TERM, TRUNC
+from ..transport.transition import FIRST, LAST, STATS, TERM, TRUNC
 from .storage import Storage
 
 

@@ -12,7 +12,7 @@ from config_optimized import (COLLECTOR_BYTES, DEFAULT_START_METHOD, FIELDS, FRA
                               ConfigError)
 from models.dqn import BATCHNORM_MODELS
 
-from ..ratio import ReplayRatio
+from ..replay.ratio import ReplayRatio
 from .hardware import Hardware, resolve_device
 
 # The rings and the weight seqlock publish with plain stores and rely on the CPU keeping them in

@@ -24,7 +24,7 @@ class Hardware:
     gpu_mem_bytes: int
     mps: bool
     # A learner step's speed in bf16 over fp32 on this CPU, measured once per CPU model and torch
-    # version at the first training run's start-up (pipeline/bf16_probe.py); 0.0 where not yet
+    # version at the first training run's start-up (pipeline/engine/bf16_probe.py); 0.0 where not yet
     # measured (bf16_pays then trusts the instructions), or not wanted (no bf16 instructions); on a GPU host it
     # decides the collectors' acting precision.
     cpu_bf16_speedup: float = 0.0
@@ -92,7 +92,7 @@ def known_bf16_speedups() -> tuple[Path, dict]:
 
 
 def cached_bf16_speedup(cpu_model: str) -> float:
-    """The bf16 speedup measured for this CPU model (``pipeline/bf16_probe.py``, at the first
+    """The bf16 speedup measured for this CPU model (``pipeline/engine/bf16_probe.py``, at the first
     training run's start-up), or 0.0 where it was never measured."""
     value = known_bf16_speedups()[1].get(speedup_key(cpu_model))
     return float(value) if isinstance(value, (int, float)) and value > 0 else 0.0

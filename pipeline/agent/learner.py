@@ -1,8 +1,8 @@
-"""The DQN learner: the networks the learning rule reads (``pipeline/rules.py``: which network
+"""The DQN learner: the networks the learning rule reads (``pipeline/agent/rules.py``: which network
 reads what, the n-step targets and the loss), one update step written once (``update_step``),
 mixed precision, gradient accumulation, the optimizer and target-network syncs. How that step
 runs (eagerly, with its loss compiled by torch.compile, or captured as one CUDA graph) is the
-engine's (``pipeline/engine.py``): nothing here knows. One code path for CPU and CUDA: only the
+engine's (``pipeline/engine/engine.py``): nothing here knows. One code path for CPU and CUDA: only the
 autocast dtype, the GradScaler's ``enabled`` flag and the memory format differ."""
 from __future__ import annotations
 

@@ -19,26 +19,26 @@ from models.weights import flat_size
 from wrappers import count_actions
 from wrappers.families import game_family
 
-from . import shm
-from .consolidator import Consolidator
-from .control import ControlBlock
-from .distributed.no_ray import NoRayCollectors
-from .evaluation.periodic_eval import PeriodicEval, run_eval_plan
-from .engine import Engine
-from .learner import Learner, flush_denormals, lr_schedule
-from .prefetch import Prefetcher
-from .process_start import child_context, start_method_here
-from .ratio import ReplayRatio, shares
-from .records.books import RunBooks
-from .records.counters import RunCounters
-from .records.epoch_stats import EpochWindow, PathMark
-from .records.files import CHECKPOINT_NAME, VIDEOS_DIR
-from .records.resume import resume, save_replay
-from .replay import Replay
-from .ring import Ring
-from .settings.hardware import Hardware, learner_threads, resolve_device, shared_cores_warning
-from .supervisor import Collectors
-from .thread_share import ThreadShare
+from ..transport import shm
+from ..replay.consolidator import Consolidator
+from ..transport.control import ControlBlock
+from ..actors.no_ray import NoRayCollectors
+from ..evaluation.periodic_eval import PeriodicEval, run_eval_plan
+from ..engine.engine import Engine
+from ..agent.learner import Learner, flush_denormals, lr_schedule
+from ..replay.prefetch import Prefetcher
+from ..actors.process_start import child_context, start_method_here
+from ..replay.ratio import ReplayRatio, shares
+from ..records.books import RunBooks
+from ..records.counters import RunCounters
+from ..records.epoch_stats import EpochWindow, PathMark
+from ..records.files import CHECKPOINT_NAME, VIDEOS_DIR
+from ..records.resume import resume, save_replay
+from ..replay import Replay
+from ..transport.ring import Ring
+from ..settings.hardware import Hardware, learner_threads, resolve_device, shared_cores_warning
+from ..actors.supervisor import Collectors
+from ..engine.thread_share import ThreadShare
 
 PLANNED_STOPS = ("total_steps", "time_limit", "target_score", "finished")  # a stop that lets a running evaluation finish
 
@@ -204,7 +204,7 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         control.global_steps = start.agent_steps
         remote = NoRayCollectors()
         if col.ray_collectors:  # first: a cluster that cannot take them stops the run before any process starts
-            from .distributed.intake import RayCollectors
+            from ..distributed.intake import RayCollectors
 
             remote = RayCollectors(cfg, n_weights, lambda: control.global_steps, log, start.launches)
             undo.callback(remote.close)

@@ -3,7 +3,7 @@ notices that the learner died.
 
 ``forkserver`` (the default where the platform has it): a server process, started before the
 learner is built, imports torch, the envs and the children's code once while the learner builds
-(``pipeline.child_preload``), and forks each child from that state. A spawned child imports them
+(``pipeline.runtime.child_preload``), and forks each child from that state. A spawned child imports them
 itself, after the learner is built: ~4 s of torch alone on a 2-core AMD EPYC (family 23), in
 every collector, every restart and every evaluation. ``fork`` copies the learner mid-run (its
 threads' locks, its signal handlers); the server is forked from nothing but imports.
@@ -38,7 +38,7 @@ def child_context(method: str):
     if method == "forkserver":
         from multiprocessing import forkserver
 
-        ctx.set_forkserver_preload(["pipeline.child_preload"])
+        ctx.set_forkserver_preload(["pipeline.runtime.child_preload"])
         forkserver.ensure_running()  # returns once the server process is started, not imported
     return ctx
 

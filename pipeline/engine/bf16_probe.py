@@ -16,10 +16,10 @@ import torch
 
 from models import NetworkSpec, build_model
 
-from .records.record import write_json
-from .settings.hardware import (BF16_MIN_SPEEDUP, cached_bf16_speedup, cpu_info, cpu_name, known_bf16_speedups,
-                                speedup_key)
-from .shm import live_runs
+from ..records.record import write_json
+from ..settings.hardware import (BF16_MIN_SPEEDUP, cached_bf16_speedup, cpu_info, cpu_name, known_bf16_speedups,
+                                 speedup_key)
+from ..transport.shm import live_runs
 
 
 def measure_bf16_speedup(steps: int = 6) -> float:

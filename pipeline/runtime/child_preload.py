@@ -22,9 +22,10 @@ import torch  # noqa: F401
 import models  # noqa: F401
 import wrappers  # noqa: F401
 
-from . import collector, control, ring, rollout  # noqa: F401
-from .evaluation import evaluate  # noqa: F401
-from .quick_exit import flush_and_exit
+from ..actors import collector, rollout  # noqa: F401
+from ..evaluation import evaluate  # noqa: F401
+from ..quick_exit import flush_and_exit
+from ..transport import control, ring  # noqa: F401
 
 with contextlib.suppress(Exception):
     import ale_py  # noqa: F401

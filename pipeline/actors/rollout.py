@@ -15,7 +15,7 @@ import torch
 
 from wrappers.families import PLAIN, GameTracker
 
-from .transition import EP_END, EXPLORED, FIRST, LAST, TERM, TRUNC
+from ..transport.transition import EP_END, EXPLORED, FIRST, LAST, TERM, TRUNC
 
 
 class Rollout:

@@ -1,7 +1,7 @@
 """Collector process: steps a batch of envs with one batched forward pass of a local policy copy
 and writes every transition into its own shared-memory ring.
 
-Runs under every start method (``pipeline/process_start.py``): everything it needs arrives as
+Runs under every start method (``pipeline/actors/process_start.py``): everything it needs arrives as
 arguments (its ``CollectorSpec`` and segment names) and it attaches to shared memory by name.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from config_optimized import CollectorConfig, Config, LearnerConfig
 from wrappers.options import EnvOptions
 
-from .transition import EP_END, STATS
+from ..transport.transition import EP_END, STATS
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def run_collector(start: CollectorStart, report) -> None:
         # a spawned child is an interpreter of its own, whose teardown (freeing torch, ~0.5 s) the
         # learner's join would wait out at every stop; a forked one (fork, forkserver) already
         # ends with os._exit
-        from .quick_exit import quick_exit
+        from ..quick_exit import quick_exit
 
         quick_exit(0)
 
@@ -227,9 +227,9 @@ def _collect(start: CollectorStart):
 
     from wrappers.families import game_family
 
-    from .control import ControlBlock
+    from ..transport.control import ControlBlock
     from .process_start import learner_alive
-    from .ring import Ring
+    from ..transport.ring import Ring
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us in order
     spec = start.spec

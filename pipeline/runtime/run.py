@@ -14,23 +14,23 @@ from pathlib import Path
 
 from config_optimized import Config, ConfigError
 
-from . import shm
-from .bf16_probe import probe_this_cpu
-from .distributed.errors import RayClusterError
-from .learner import TrainingDiverged, flush_denormals
-from .records import checkpoint as ckpt
-from .records.files import (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, FLAG_VIDEO_NAME, METRICS_NAME, RECORD_NAME,
-                            WEIGHTS_BEST_FIRST)
-from .records.metrics import read_jsonl
-from .records.resume import check_resume
-from .records.run_folder import RUNS_ROOT, clear_run, link_latest, resolve_run_dir
-from .records.runlog import RunLog
-from .records.tracking import TrackingError
-from .replay import snapshot
-from .settings.check import validate
-from .settings.hardware import Hardware
-from .settings.layers import resolve_config
-from .supervisor import CollectorsFailed
+from ..transport import shm
+from ..engine.bf16_probe import probe_this_cpu
+from ..actors.ray_errors import RayClusterError
+from ..agent.learner import TrainingDiverged, flush_denormals
+from ..records import checkpoint as ckpt
+from ..records.files import (BEST_EVAL_NAME, BEST_NAME, CHECKPOINT_NAME, FLAG_VIDEO_NAME, METRICS_NAME,
+                             RECORD_NAME, WEIGHTS_BEST_FIRST)
+from ..records.metrics import read_jsonl
+from ..records.resume import check_resume
+from ..records.run_folder import RUNS_ROOT, clear_run, link_latest, resolve_run_dir
+from ..records.runlog import RunLog
+from ..records.tracking import TrackingError
+from ..records import replay_snapshot as snapshot
+from ..settings.check import validate
+from ..settings.hardware import Hardware
+from ..settings.layers import resolve_config
+from ..actors.supervisor import CollectorsFailed
 from .trainer import Trainer
 
 
@@ -70,7 +70,7 @@ def checked_notes(cfg: Config, hw: Hardware, res, probed: str) -> list[str]:
     the run log's notes where none applies."""
     notes = [f"Warning: {w}" for w in validate(cfg, hw)] + res.notes + ([probed] if probed else [])
     if cfg.collectors.ray_collectors:  # the head must answer before anything starts
-        from .distributed.cluster import check_reachable
+        from ..distributed.cluster import check_reachable
 
         try:
             check_reachable(cfg.collectors.ray_address)
@@ -231,7 +231,7 @@ FLAG_TRIES = 5  # greedy games filmed, each on another seed, until one reaches t
 def _film_a_flag(run_dir: Path, seed: int, log: RunLog) -> None:
     """An MP4 of the kept weights (best_eval.pt) reaching the flag, beside them: greedy games on
     other seeds until one does, at most FLAG_TRIES."""
-    from .evaluation.evaluate import evaluate
+    from ..evaluation.evaluate import evaluate
 
     path = run_dir / FLAG_VIDEO_NAME
     try:
@@ -255,7 +255,7 @@ class CurveDrawing:
         self.thread.start()
 
     def _draw(self, run_dir: Path) -> None:
-        from .records.curves import plot_learning_curve
+        from ..records.curves import plot_learning_curve
 
         try:
             self.path = plot_learning_curve(run_dir)

@@ -8,9 +8,9 @@ import time
 
 import numpy as np
 
-from .distributed.no_ray import NoRayCollectors
-from .games import finished_games, no_stats
-from .transition import is_agent_step
+from ..actors.no_ray import NoRayCollectors
+from ..transport.games import finished_games, no_stats
+from ..transport.transition import is_agent_step
 
 
 class Consolidator(threading.Thread):

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..file_keys import current_keys
+from .file_keys import current_keys
 
 ARRAYS = ("frames", "action", "reward", "flags", "pos", "written")
 # What reading a damaged zip can raise: a flipped bit lands in a header (BadZipFile, a

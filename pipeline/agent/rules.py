@@ -1,7 +1,7 @@
 """The learning rules: which network reads what for a batch (``batch_loss``, ``td_targets``),
 each sample's n-step target and its loss, one function per rule.
 
-The networks and the precision they run in are the learner's (``pipeline/learner.py``, read
+The networks and the precision they run in are the learner's (``pipeline/agent/learner.py``, read
 through ``Networks``); torch.compile and the CUDA graph around them are the engine's. Past the
 forwards these functions only compute on tensors: no state, no host sync (no ``.item()``, no
 data-dependent shape), so the whole update stays one capturable graph, and each rule's

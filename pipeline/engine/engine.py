@@ -1,4 +1,4 @@
-"""The engine that runs the learner's update step (``pipeline/learner.py``, ``update_step``) on
+"""The engine that runs the learner's update step (``pipeline/agent/learner.py``, ``update_step``) on
 its device (``Engine``): eagerly, with the loss compiled by torch.compile, and on CUDA which part
 of an update replays as a CUDA graph, and the whole-update graph itself (``UpdateGraph``: its
 inputs, the capture, the replays, the figures on their way to the host). The step's arithmetic
@@ -12,7 +12,7 @@ import torch
 
 from config_optimized import LearnerConfig
 
-from .learner import Learner, TrainingDiverged, update_step
+from ..agent.learner import Learner, TrainingDiverged, update_step
 
 # --compile waits this many updates before compiling: the compile costs ~25 s of a 2-core CPU
 # (the update that triggers it waits), which ~10k updates at the measured 1.15x repay, so a run

@@ -13,10 +13,10 @@ import time
 
 from config_optimized import Config
 
-from .learner import lr_schedule
-from .records.epoch_stats import EpochWindow
-from .records.runlog import RunLog
-from .settings.hardware import Hardware
+from ..agent.learner import lr_schedule
+from ..records.epoch_stats import EpochWindow
+from ..records.runlog import RunLog
+from ..settings.hardware import Hardware
 from .wiring import Pipeline, build_pipeline
 
 HEALTH_EVERY_S = 0.5  # collectors, threads, games, evaluations and the time limit are looked at this often

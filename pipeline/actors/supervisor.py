@@ -7,8 +7,8 @@ saw, with the node the actor ran on.
 from __future__ import annotations
 
 from .collector import CollectorSpec, CollectorStart, run_collector
-from .distributed.errors import RayClusterError
-from .distributed.no_ray import NoRayCollectors
+from .ray_errors import RayClusterError
+from .no_ray import NoRayCollectors
 
 
 class CollectorsFailed(RuntimeError):
