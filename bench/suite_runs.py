@@ -463,14 +463,12 @@ def recipe_text(recipe: dict | None, env: str) -> str:
 def write_report_files(suite_dir: Path, rep: dict, markdown: str, plot: Callable[[dict, Path], None]) -> dict:
     """A suite's report into its folder (``REPORT_NAMES``): the JSON, the Markdown table and the
     plot, the first two whole or not at all."""
-    import os
-
+    from pipeline.records.atomic import atomic_write
     from pipeline.records.record import write_json
 
     js, md, png = (Path(suite_dir) / n for n in REPORT_NAMES)
     write_json(js, rep)
-    tmp = md.with_suffix(".md.tmp")
-    tmp.write_text(markdown + "\n")
-    os.replace(tmp, md)
+    with atomic_write(md, "w") as f:
+        f.write(markdown + "\n")
     plot(rep, png)
     return rep

@@ -2,7 +2,6 @@
 crash, a full disk or a kill mid-write leaves the previous checkpoint intact."""
 from __future__ import annotations
 
-import os
 import pickle
 import random
 from pathlib import Path
@@ -12,8 +11,9 @@ import torch
 from models import NetworkSpec
 
 from ..errors import UserError
+from .atomic import atomic_write
 from .file_keys import current_keys
-from .files import CHECKPOINT_NAME, TMP_SUFFIX, WEIGHTS_BEST_FIRST
+from .files import CHECKPOINT_NAME, WEIGHTS_BEST_FIRST
 
 
 class CheckpointError(UserError, RuntimeError):
@@ -76,13 +76,9 @@ def restore_rng(state: dict) -> dict:
 
 def save(path: str | Path, state: dict) -> None:
     path = Path(path)
-    tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
-        with open(tmp, "wb") as f:
+        with atomic_write(path) as f:
             torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
     except (OSError, RuntimeError) as e:
         # torch.save's zip writer turns a failed write (ENOSPC, EFBIG) into a RuntimeError while
         # closing the archive; the OSError behind it is the message worth showing.
@@ -91,10 +87,6 @@ def save(path: str | Path, state: dict) -> None:
             cause = cause.__context__
         if not isinstance(cause, OSError):
             raise
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         raise CheckpointError(f"could not write checkpoint {path}: {cause.strerror or cause}; the previous checkpoint "
                               f"is untouched. Free disk space or choose a writable --run-dir.") from None
 

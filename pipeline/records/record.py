@@ -13,7 +13,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from .files import RECORD_NAME, TMP_SUFFIX
+from .atomic import atomic_write
+from .files import RECORD_NAME
 
 ROOT = Path(__file__).resolve().parents[2]  # the project folder (pipeline/records/record.py)
 
@@ -61,17 +62,9 @@ def write_json(path: Path, data: dict) -> Path:
     must not leave an empty file under the name: the rename can reach the disk before the data),
     then renamed over NAME. A failed write (a full disk) raises its OSError and leaves no NAME.tmp."""
     path = Path(path)
-    tmp = path.with_name(path.name + TMP_SUFFIX)
     text = json.dumps(data, indent=2, default=str)
-    try:
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_write(path, "w") as f:
+        f.write(text)
     return path
 
 

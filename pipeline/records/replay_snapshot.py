@@ -15,7 +15,6 @@ took most of a save (a 1M replay at 200k is 5.6 GB of zeros) and of the load and
 from __future__ import annotations
 
 import json
-import os
 import time
 import zipfile
 import zlib
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from .atomic import atomic_write
 from .file_keys import current_keys
 
 ARRAYS = ("frames", "action", "reward", "flags", "pos", "written")
@@ -40,7 +40,6 @@ class ReplayFileError(UserError, RuntimeError):
 def save(replay, path: str | Path, meta: dict) -> tuple[int, float]:
     """Write the replay (no writer may run meanwhile); returns (bytes on disk, seconds)."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     t0 = time.perf_counter()
     st = replay.storage
     arrays = {name: getattr(st, name) for name in ARRAYS}
@@ -51,16 +50,9 @@ def save(replay, path: str | Path, meta: dict) -> tuple[int, float]:
     full_meta = {**meta, "capacity": st.capacity, "num_streams": st.num_streams, "version": 1}
     arrays["meta"] = np.frombuffer(json.dumps(full_meta).encode(), np.uint8)
     try:
-        with open(tmp, "wb") as f, st.lock:
+        with atomic_write(path) as f, st.lock:
             np.savez_compressed(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
     except OSError as e:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
         raise ReplayFileError(f"could not write the replay {path}: {e.strerror or e}; the previous replay file "
                               "is untouched. Free disk space, or pass --save-replay false") from None
     return path.stat().st_size, time.perf_counter() - t0

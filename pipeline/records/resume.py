@@ -4,20 +4,20 @@ the learner and every random state, and the replay saved beside the final checkp
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from wrappers.families import game_family
 
 from ..evaluation.periodic_eval import read_pending, run_eval_plan
-from .file_keys import current_keys
 from ..replay import Storage
-from . import replay_snapshot as snapshot
 from . import checkpoint as ckpt
+from . import replay_snapshot as snapshot
+from .atomic import atomic_write
 from .counters import RunCounters
+from .file_keys import current_keys
 from .files import (BEST_EVAL_NAME, BEST_NAME, CANDIDATE_NAME, CHECKPOINT_NAME, EPISODES_NAME, EVALS_NAME,
-                    METRICS_NAME, REPLAY_NAME, TMP_SUFFIX, after_checkpoint_name)
+                    METRICS_NAME, REPLAY_NAME, after_checkpoint_name)
 
 
 def check_resume(cfg) -> None:
@@ -173,9 +173,8 @@ def set_aside_rows_after(run_dir: Path, agent_steps: int, log) -> None:
         side = run_dir / after_checkpoint_name(name)
         with open(side, "a") as f:
             f.writelines(aside)
-        tmp = path.with_name(path.name + TMP_SUFFIX)
-        tmp.write_text("".join(keep))
-        os.replace(tmp, path)
+        with atomic_write(path, "w") as f:
+            f.write("".join(keep))
         log(f"[MAIN] {path}: {len(aside)} row(s) written after the checkpoint at {agent_steps:,} agent steps (the run "
             f"stopped without a clean save) moved to {side.name}; the resumed run plays on from the checkpoint")
 
