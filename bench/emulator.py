@@ -37,18 +37,17 @@ from .common import rate
 NUM_ENVS = 8
 
 
-def _median_rate(step, windows: int, seconds: float) -> float:
-    rate(step, min(seconds, 0.5))  # warm-up
+def _median_rate(step, windows: int, seconds: float, warmed=lambda: None) -> float:
+    """The median of ``windows`` rates of ``step`` over ``seconds`` each, after a warm-up;
+    ``warmed()`` runs between the two (a layer's own timers zeroed there)."""
+    rate(step, min(seconds, 0.5))
+    warmed()
     return statistics.median(rate(step, seconds) for _ in range(windows))
 
 
-def emulator_frames_per_s(env_id: str, mario_actions: str, windows: int, seconds: float) -> float:
-    import gym_super_mario_bros
-    from nes_py.wrappers import JoypadSpace
-
-    from wrappers.mario import action_set
-
-    env = JoypadSpace(gym_super_mario_bros.make(env_id), action_set(mario_actions))
+def _single_env_rate(env, windows: int, seconds: float) -> float:
+    """One env (gymnasium's API) stepped with seeded uniform random actions, reset where a game
+    ends, and closed after: the rate of any single-env layer."""
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     n = env.action_space.n
@@ -62,6 +61,16 @@ def emulator_frames_per_s(env_id: str, mario_actions: str, windows: int, seconds
         return _median_rate(step, windows, seconds)
     finally:
         env.close()
+
+
+def emulator_frames_per_s(env_id: str, mario_actions: str, windows: int, seconds: float) -> float:
+    import gym_super_mario_bros
+    from nes_py.wrappers import JoypadSpace
+
+    from wrappers.mario import action_set
+
+    return _single_env_rate(JoypadSpace(gym_super_mario_bros.make(env_id), action_set(mario_actions)),
+                            windows, seconds)
 
 
 def vector_emulator_frames_per_s(mario_actions: str, windows: int, seconds: float) -> float:
@@ -94,20 +103,7 @@ def vector_emulator_frames_per_s(mario_actions: str, windows: int, seconds: floa
 def wrapped_env_steps_per_s(env_id: str, opts, windows: int, seconds: float) -> float:
     from wrappers.factory import make_single_frame_env
 
-    env = make_single_frame_env(env_id, opts)
-    env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    n = env.action_space.n
-
-    def step():
-        _, _, term, trunc, _ = env.step(int(rng.integers(n)))
-        if term or trunc:
-            env.reset()
-        return 1
-    try:
-        return _median_rate(step, windows, seconds)
-    finally:
-        env.close()
+    return _single_env_rate(make_single_frame_env(env_id, opts), windows, seconds)
 
 
 def batched_env_steps_per_s(env_id: str, opts, windows: int, seconds: float, native: bool = True) -> float:
@@ -141,11 +137,14 @@ def rollout_steps_per_s(env_id: str, opts, frame_stack: int, windows: int, secon
 
     def step():
         return rollout.step(eps)[2]
-    try:
-        rate(step, 0.5)
+    t0 = 0
+
+    def warmed():  # the rollout's own act/env timers count from here
+        nonlocal t0
         rollout.act_ns = rollout.step_ns = 0
         t0 = time.perf_counter_ns()
-        steps_per_s = statistics.median(rate(step, seconds) for _ in range(windows))
+    try:
+        steps_per_s = _median_rate(step, windows, seconds, warmed)
         total = time.perf_counter_ns() - t0
     finally:
         env.close()

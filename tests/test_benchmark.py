@@ -250,3 +250,18 @@ def test_the_time_to_score_table_marks_a_run_that_shared_the_machine(capsys):
     assert "| pipeline | 2.0 min / 9,000 | 0.90 | 9,500 | 2,000 | 64,000 |" in out
     assert "Shared the machine: pipeline ended epochs beside up to 1 other training run(s)" in out
     assert "Shared the machine: baseline" not in out
+
+
+def test_the_emulator_ceiling_times_every_layer_and_splits_the_rollouts_time():
+    """``--only emulator``'s rows, each from the shared single-env or batched harness: every layer
+    gives a rate, and each rollout's act/env/other shares split its whole measured time."""
+    from bench.emulator import bench_emulator
+
+    e = bench_emulator("SuperMarioBros-1-1-v0", 1, 0.05)
+    for key in ("emulator_frames_per_s", "vector_emulator_frames_per_s", "wrapped_env_frames_per_s",
+                "batched_env_frames_per_s", "batched_python_env_frames_per_s", "rollout_frames_per_s",
+                "policy_rollout_frames_per_s"):
+        assert e[key] > 0, key
+    for shares in (e["rollout_shares"], e["policy_rollout_shares"]):
+        assert all(0 <= v <= 1 for v in shares.values()) and sum(shares.values()) == pytest.approx(1)
+    assert e["policy_rollout_shares"]["act_share"] > e["rollout_shares"]["act_share"]  # a forward pass per step
