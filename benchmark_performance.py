@@ -44,6 +44,24 @@ def _timed(label: str, fn, *args, **kwargs):
     return out
 
 
+def save_json(data: dict, path: str | None) -> None:
+    """--json: a mode's result written where asked, and said."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(data, f, indent=2, default=str)
+        print(f"JSON: {path}")
+
+
+def stopped_code(e: BaseException) -> int:
+    """A suite or search whose runs stopped (each cleanly first; the same command goes on): its
+    line, and the exit code, 130 for an interrupt, 1 for a run that failed."""
+    from bench.suite_runs import SuiteInterrupted
+
+    interrupted = isinstance(e, SuiteInterrupted)
+    print(e if interrupted else f"error: {e}", flush=True)
+    return 130 if interrupted else 1
+
+
 def main(argv=None) -> int:
     """The benchmarks' command line: what the user can fix (``UserError``) is one line and exit code 2."""
     from pipeline.errors import UserError
@@ -205,9 +223,7 @@ def run_benchmarks(argv=None) -> int:
 
         res = value_check(args.value_check)
         print_value_check(res)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(res, f, indent=2)
+        save_json(res, args.json)
         return 0
     if args.autotune:
         data = autotune(args.seconds or (4 if args.quick else 15), args.quick, args.env or "ALE/Pong-v5")
@@ -291,16 +307,12 @@ def run_benchmarks(argv=None) -> int:
         print_components(c)
     result["machine"]["load_avg_at_end"] = os.getloadavg()
     print(f"\nLoad average at end: {result['machine']['load_avg_at_end']} (other load on the machine skews every figure)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2, default=str)
-        print(f"JSON: {args.json}")
+    save_json(result, args.json)
     return 0
 
 
 def main_time_to_score(args, train_args: list[str], ap) -> int:
     from bench.time_to_score import QUICK_SCORE, plot_time_to_score, print_time_to_score, time_to_score
-    from config_optimized import ConfigError
 
     if args.quick:
         train_args = [*QUICK_SCORE["train"], *train_args]
@@ -321,20 +333,12 @@ def main_time_to_score(args, train_args: list[str], ap) -> int:
             marks = [float(x) for x in args.milestones.split(",")]
         except ValueError:
             ap.error(f"--milestones {args.milestones!r}: give scores separated by commas, e.g. -15,-10,0,10,18")
-    try:
-        res = time_to_score(train_args, target, minutes, marks, args.runs_dir,
-                            base_minutes if args.vs_baseline else None)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    res = time_to_score(train_args, target, minutes, marks, args.runs_dir, base_minutes if args.vs_baseline else None)
     print_time_to_score(res)
     if args.plot:
         plot_time_to_score(res, args.plot)
         print(f"\nCurves: {args.plot}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=2, default=str)
-        print(f"JSON: {args.json}")
+    save_json(res, args.json)
     return 0
 
 
@@ -344,7 +348,6 @@ def main_suite(args, train_args: list[str], ap) -> int:
 
     from bench.suite import report_markdown, run_suite, write_report
     from bench.suite_runs import SuiteInterrupted
-    from config_optimized import ConfigError
 
     if args.suite == "mario":
         return main_mario_suite(args, train_args, ap)
@@ -365,20 +368,12 @@ def main_suite(args, train_args: list[str], ap) -> int:
         suite_dir = run_suite(args.suite, train_args, args.steps, args.minutes, args.runs_dir, args.games,
                               args.games_at_once, args.seeds)
         code = 0
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except (SuiteInterrupted, RuntimeError) as e:  # every game's run stopped cleanly first; the report still goes
-        print(e if isinstance(e, SuiteInterrupted) else f"error: {e}", flush=True)
         from bench.suite_runs import suite_dir_name
 
+        code = stopped_code(e)
         suite_dir = os.path.join(os.path.abspath(args.runs_dir), suite_dir_name(args.suite, train_args))
-        code = 130 if isinstance(e, SuiteInterrupted) else 1
-    try:
-        rep = write_report(suite_dir)
-    except ConfigError as e:  # a damaged file in the suite's folder: one line, as before the runs
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    rep = write_report(suite_dir)
     show_report(suite_dir, report_markdown(rep), args)
     return code
 
@@ -390,7 +385,6 @@ def main_mario_suite(args, train_args: list[str], ap) -> int:
     from bench.suite_mario import (STAGE, STEPS, mario_markdown, mario_suite_dir, parse_stages, run_mario_suite,
                                    stages_markdown, write_mario_report)
     from bench.suite_runs import SuiteInterrupted, without_seed
-    from config_optimized import ConfigError
 
     if args.time_to_score or args.halving or args.vs_baseline or args.target is not None or args.games:
         ap.error("--suite mario trains each seed for --steps (or --minutes); drop --time-to-score, --halving, "
@@ -405,22 +399,14 @@ def main_mario_suite(args, train_args: list[str], ap) -> int:
         stages = parse_stages(args.stages) if args.stages else [args.env or STAGE]
         suite_dirs = run_mario_suite(train_args, steps, args.minutes, args.runs_dir, stages, args.seeds,
                                      args.games_at_once, args.play_games)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except (SuiteInterrupted, RuntimeError) as e:  # every run stopped cleanly first; the reports still go
-        print(e if isinstance(e, SuiteInterrupted) else f"error: {e}", flush=True)
+        code = stopped_code(e)
         suite_dirs = [mario_suite_dir(env, without_seed(train_args), args.runs_dir) for env in stages]
-        code = 130 if isinstance(e, SuiteInterrupted) else 1
     reps = []
-    try:
-        for suite_dir in suite_dirs:
-            if suite_dir.is_dir():
-                reps.append(write_mario_report(suite_dir))
-                show_report(suite_dir, mario_markdown(reps[-1]), args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    for suite_dir in suite_dirs:
+        if suite_dir.is_dir():
+            reps.append(write_mario_report(suite_dir))
+            show_report(suite_dir, mario_markdown(reps[-1]), args)
     if len(reps) > 1:
         print(f"\nStages, a row per stage and seed:\n\n{stages_markdown(reps)}")
     return code
@@ -444,10 +430,7 @@ def report_winner(res: dict, recipes: dict[str, list[str]], json_path: str | Non
     from bench.common import machine
 
     print(f"\n[HALVING] winner: {res['winner']} {' '.join(recipes[res['winner']])}")
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump({**res, "machine": machine()}, f, indent=2, default=str)
-        print(f"JSON: {json_path}")
+    save_json({**res, "machine": machine()}, json_path)
     return 0
 
 
@@ -456,7 +439,6 @@ def main_suite_halving(args, train_args: list[str], ap) -> int:
     from bench.halving import read_recipes
     from bench.suite_halving import rung_steps, suite_halving
     from bench.suite_runs import SuiteInterrupted
-    from config_optimized import ConfigError
 
     if args.vs_baseline or args.target is not None or args.minutes is not None or args.env:
         ap.error("--suite --halving ranks recipes by score at equal agent steps (--steps); drop --vs-baseline, "
@@ -474,15 +456,8 @@ def main_suite_halving(args, train_args: list[str], ap) -> int:
               f"{', '.join(f'{s:,}' for s in steps)} agent steps, the best 1/{args.eta} go on", flush=True)
         res = suite_halving(args.suite, recipes, args.games, train_args, args.steps, args.eta, args.rungs,
                             args.runs_dir, args.games_at_once)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except SuiteInterrupted as e:
-        print(e, flush=True)
-        return 130
-    except RuntimeError as e:  # every run stopped cleanly first; the same command continues the search
-        print(f"error: {e}", flush=True)
-        return 1
+    except (SuiteInterrupted, RuntimeError) as e:  # every run stopped cleanly first; the same command goes on
+        return stopped_code(e)
     return report_winner(res, recipes, args.json)
 
 
@@ -502,29 +477,25 @@ def main_halving(args, train_args: list[str], ap) -> int:
     minutes = args.minutes if args.minutes is not None else 60.0 / args.eta ** (args.rungs - 1)
     if minutes <= 0:
         ap.error(f"--minutes {minutes}: must be positive")
-    try:
-        recipes = read_recipes(args.halving)
-        metric = None
-        for name, extra in recipes.items():
-            try:
-                a, cfg, _ = training_config([*train_args, *extra])
-            except SystemExit:  # argparse has printed what it could not read
-                raise ConfigError(f"recipe [{name}] in {args.halving}: its options (above) do not parse") from None
-            except ConfigError as e:
-                raise ConfigError(f"recipe [{name}]: {e}") from None
-            if a.resume:
-                raise ConfigError(f"recipe [{name}]: --resume; each recipe starts its own run (later rungs resume it)")
-            if metric not in (None, cfg.run.score_metric):
-                raise ConfigError(f"recipe [{name}] scores {cfg.run.score_metric}, another recipe {metric}: "
-                                  "compare recipes of one game")
-            metric = cfg.run.score_metric
-        target = args.target if args.target is not None else (
-            QUICK_SCORE["target"] if args.quick else default_target(cfg.env))
-        if target is None:
-            raise ConfigError(f"--target: {cfg.env} has no default target score; give one, e.g. --target 100")
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    recipes = read_recipes(args.halving)
+    metric = None
+    for name, extra in recipes.items():
+        try:
+            a, cfg, _ = training_config([*train_args, *extra])
+        except SystemExit:  # argparse has printed what it could not read
+            raise ConfigError(f"recipe [{name}] in {args.halving}: its options (above) do not parse") from None
+        except ConfigError as e:
+            raise ConfigError(f"recipe [{name}]: {e}") from None
+        if a.resume:
+            raise ConfigError(f"recipe [{name}]: --resume; each recipe starts its own run (later rungs resume it)")
+        if metric not in (None, cfg.run.score_metric):
+            raise ConfigError(f"recipe [{name}] scores {cfg.run.score_metric}, another recipe {metric}: "
+                              "compare recipes of one game")
+        metric = cfg.run.score_metric
+    target = args.target if args.target is not None else (
+        QUICK_SCORE["target"] if args.quick else default_target(cfg.env))
+    if target is None:
+        raise ConfigError(f"--target: {cfg.env} has no default target score; give one, e.g. --target 100")
     print(f"[HALVING] {len(recipes)} recipes, rungs of {', '.join(f'{m:g}' for m in rung_minutes(minutes, args.eta, args.rungs))} "
           f"min, the best 1/{args.eta} go on; target {target:g}", flush=True)
     res = halving(recipes, train_args, target, minutes, args.eta, args.rungs, args.runs_dir, metric, SCORE_WINDOW)
