@@ -1,7 +1,7 @@
 """The Ray collectors' intake of a run that has none: the same interface as ``RayCollectors``
-(``intake.py``) doing nothing, so the trainer, the supervisor and the consolidation thread talk
-to their remote collectors one way whether or not Ray runs them, and Ray is imported only where
-it does. It imports nothing: the data path (layer 2) holds it."""
+(``pipeline/distributed/intake.py``) doing nothing, so the trainer, the supervisor and the
+consolidation thread talk to their remote collectors one way whether or not Ray runs them, and
+Ray is imported only where it does. It imports nothing: the data path (layer 2) holds it."""
 from __future__ import annotations
 
 

@@ -1,6 +1,6 @@
 """The error a run reports when its Ray cluster cannot be used: raised by the cluster code
-(``cluster.py``, which imports Ray), caught by the data path's supervisor and the run, neither of
-which may import the layer that talks to Ray."""
+(``pipeline/distributed/cluster.py``, which imports Ray), caught by the data path's supervisor
+and the run, neither of which may import the layer that talks to Ray."""
 from __future__ import annotations
 
 

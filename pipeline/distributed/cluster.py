@@ -11,7 +11,7 @@ import socket
 INSTALL = "pip install 'ray==2.60.0' (or install this project with its Ray extra: pip install -e '.[ray]')"
 
 
-from ..actors.ray_errors import RayClusterError  # noqa: F401  (raised here; the data path catches it from .errors)
+from ..actors.ray_errors import RayClusterError  # noqa: F401  (raised here; the data path catches it from actors/)
 
 
 def head_address(address: str) -> str:

@@ -1,7 +1,7 @@
 """Keys the run files once held under other names, and the one function that reads them as
 today's: a file an earlier version wrote (metrics, games, checkpoints, replay meta, the suite's
-records) reads as one written today. Here in the data path's layer because the replay's meta is
-read there too."""
+records) reads as one written today. Beside the replay's file on disk (``replay_snapshot.py``),
+whose meta it reads too."""
 from __future__ import annotations
 
 RENAMED_KEYS = {"env_steps": "agent_steps", "env_steps_per_s": "agent_steps_per_s"}
