@@ -217,6 +217,22 @@ def test_a_game_that_stands_still_is_scored_where_it_stands_not_waited_out():
     assert all(g.length == CATCH_STEPS and not g.stood for g in games)
 
 
+def test_an_evaluation_plays_every_game_asked_for_though_every_env_stood_still(tmp_path, monkeypatch):
+    """Twelve games of a policy that always stays on WallCatch, standing still after 3 steps:
+    each of the first batch's 8 envs is cut once and retired, and the 4 games still owed are
+    played in a fresh batch, so the evaluation holds 12 games, every one scored as stood."""
+    from pipeline.evaluation import evaluate as ev
+
+    run = make_run(tmp_path, env="tests.catch_env:WallCatch-v0")
+    state = torch.load(run / "checkpoint.pt", weights_only=False)
+    state["learner"]["model"] = _one_action(state["learner"]["model"], 1)  # always stay
+    torch.save(state, run / "checkpoint.pt")
+    monkeypatch.setattr(ev, "STAND_STILL_STEPS", 3)
+    res = ev.evaluate(run, episodes=12, seed=5, log=lambda *_: None)
+    assert len(res.returns) == len(res.stood) == 12 and all(res.stood)
+    assert ev.EVAL_ENVS == 8  # so that a second batch was needed
+
+
 def _keep(run, name: str, action: int, best: dict | None) -> str:
     """A copy of the run's checkpoint as ``name``, playing ``action`` always, kept for ``best``; its SHA-256."""
     import hashlib

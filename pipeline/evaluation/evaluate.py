@@ -380,28 +380,22 @@ class Progress:
                  + (f", stood still for {STAND_STILL_STEPS} agent steps" if game.stood else ""))
 
 
-def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
-             epsilon: float = 0.0, max_steps: int = 27_000, log=print, play: dict | None = None,
-             video_games: int = 1) -> EvalResult:
-    """Play ``episodes`` whole games (no life-loss episodes, raw rewards) with the checkpoint's
-    weights, acting as the collectors do, in a batch of up to ``EVAL_ENVS`` envs built as
-    training builds them, but for ``play`` (``PLAY_OPTIONS``: e.g. ``{"sticky_actions": 0.0}``);
-    ``video``: an H.264 MP4 of env 0's first ``video_games`` games, one after another. ``log``
-    gets a line as each game ends and every PROGRESS_S while none does."""
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    games: list[Game]  # as many as were asked, or fewer where every env was retired (``play_games``)
+    num_envs: int      # envs the batch was played in, seeded seed .. seed + num_envs - 1
+
+
+def _play_batch(policy, opts, episodes: int, epsilon: float, max_steps: int, seed: int, video: str | Path | None,
+                filmed: int, progress: Progress) -> Batch:
+    """Up to ``episodes`` games of ``policy`` in one batch of envs built with ``opts`` (env i
+    seeded ``seed + i``); env 0 films its first ``filmed`` games to ``video``."""
     from wrappers import BatchedEnv
-    from wrappers.registry import is_mario, is_module_env_id
+    from wrappers.registry import is_module_env_id
 
     from ..actors.rollout import Rollout
 
-    filmed = video_games if video else 0
-    if video and not 1 <= video_games <= episodes:
-        raise ValueError(f"video_games {video_games}: film 1 to {episodes} (the games played)")
-    policy = load_policy(checkpoint)
-    cfg, meta, model = policy.cfg, policy.meta, policy.model
-    last = Path(checkpoint) / CHECKPOINT_NAME
-    log(f"[EVAL] Playing {policy.path}: {weights_said(policy)}"
-        + (f"; {last} holds the last weights" if policy.path != last and last.is_file() else ""))
-    opts = played_options(cfg.env, cfg.env_options, play)
+    cfg, meta = policy.cfg, policy.meta
     # a video needs frames to render: the envs then step through gymnasium's Python wrappers
     num_envs = filmed_envs(episodes, filmed)
     env = BatchedEnv(cfg.env, opts, num_envs, native=video is None, render_mode="rgb_array" if video else None)
@@ -412,13 +406,9 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     # ALE and NES games run at 60 Hz and the agent sees every frame_skip-th frame
     fps = (env.render_fps() or 15) if is_module_env_id(cfg.env) else 60 / max(1, cfg.env_options.frame_skip)
     recorder = VideoWriter(Path(video), fps) if video else None
-    sticky = played_sticky(cfg.env, opts)
-    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(policy.path), weights_sha256=policy.digest,
-                     sticky_actions=sticky, noop_max=None if sticky is None else opts.noop_max)
-    progress = Progress(episodes, log)
     whole = False
     try:
-        rollout = Rollout(env, model, meta["frame_stack"], False, seed)
+        rollout = Rollout(env, policy.model, meta["frame_stack"], False, seed)
         shot = 0  # env 0's games filmed to their end
 
         def on_step(fields):
@@ -433,12 +423,49 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
         if filmed:
             recorder.add(env.render_first())
         games = play_games(rollout, episodes, epsilon, max_steps, on_step,
-                           filmed_quotas(episodes, num_envs, filmed), progress.game)
+                           filmed_quotas(episodes, num_envs, filmed), progress.game, STAND_STILL_STEPS)
         whole = True
     finally:
         if recorder is not None:
             recorder.close(keep=whole)
         env.close()
+    return Batch(games, num_envs)
+
+
+def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | None = None, seed: int = 12345,
+             epsilon: float = 0.0, max_steps: int = 27_000, log=print, play: dict | None = None,
+             video_games: int = 1) -> EvalResult:
+    """Play ``episodes`` whole games (no life-loss episodes, raw rewards) with the checkpoint's
+    weights, acting as the collectors do, in batches of up to ``EVAL_ENVS`` envs built as
+    training builds them, but for ``play`` (``PLAY_OPTIONS``: e.g. ``{"sticky_actions": 0.0}``);
+    ``video``: an H.264 MP4 of env 0's first ``video_games`` games, one after another. ``log``
+    gets a line as each game ends and every PROGRESS_S while none does."""
+    from wrappers.registry import is_mario
+
+    filmed = video_games if video else 0
+    if video and not 1 <= video_games <= episodes:
+        raise ValueError(f"video_games {video_games}: film 1 to {episodes} (the games played)")
+    policy = load_policy(checkpoint)
+    cfg = policy.cfg
+    last = Path(checkpoint) / CHECKPOINT_NAME
+    log(f"[EVAL] Playing {policy.path}: {weights_said(policy)}"
+        + (f"; {last} holds the last weights" if policy.path != last and last.is_file() else ""))
+    opts = played_options(cfg.env, cfg.env_options, play)
+    sticky = played_sticky(cfg.env, opts)
+    res = EvalResult(cfg.env, [], [], [], [], epsilon=epsilon, checkpoint=str(policy.path), weights_sha256=policy.digest,
+                     sticky_actions=sticky, noop_max=None if sticky is None else opts.noop_max)
+    progress = Progress(episodes, log)
+    games: list[Game] = []
+    # A game cut where it stood still leaves its env mid-game, so that env plays no more; once
+    # every env of a batch is so retired, the games still owed are played in a fresh batch, its
+    # envs seeded on from the last batch's (env i of all the batches is seeded seed + i), so an
+    # evaluation of N games is always N games. Only the first batch films.
+    first_env = 0
+    while len(games) < episodes:
+        batch = _play_batch(policy, opts, episodes - len(games), epsilon, max_steps, seed + first_env,
+                            video if first_env == 0 else None, filmed if first_env == 0 else 0, progress)
+        games += batch.games
+        first_env += batch.num_envs
     # Mario, or any game that reports how far it got and a flag
     mario = is_mario(cfg.env) or any(not np.isnan(g.distance) for g in games)
     for game in games:
