@@ -46,9 +46,11 @@ def test_refuses_a_stage_that_is_not_mario_and_what_the_suite_sets(tmp_path):
         "suite-mario-2-1_gamma_0.95"
 
 
-def _eval_row(steps: int, phase: str, greedy: int, noisy: int, games: int = 10) -> str:
-    """One evaluations-file row: ``greedy`` and ``noisy`` of ``games`` reached the flag."""
-    plays = [{"epsilon": e, "flags": [True] * n + [False] * (games - n)} for e, n in ((0.0, greedy), (0.05, noisy))]
+def _eval_row(steps: int, phase: str, greedy: int, noisy: int, games: int = 10, greedy_games: int = 0) -> str:
+    """One evaluations-file row: ``greedy`` of ``greedy_games`` (0: ``games``) and ``noisy`` of
+    ``games`` reached the flag."""
+    plays = [{"epsilon": e, "flags": [True] * n + [False] * (m - n)}
+             for e, n, m in ((0.0, greedy, greedy_games or games), (0.05, noisy, games))]
     return json.dumps({"agent_steps": steps, "phase": phase, "plays": plays}) + "\n"
 
 
@@ -128,7 +130,8 @@ def test_report_reads_the_screenings_of_the_second_half_and_leaves_out_confirmat
         + _eval_row(400_000, "confirm", 20, 20, 20)  # a confirmation follows a high screening: left out
         + _eval_row(450_000, "screen", 10, 8))
     curve = M.flag_curve(run, [])
-    assert M.screen_flags(curve, 400_000) == {"since": 400_000, "games": 20, "greedy": 19, "noisy": 14}
+    assert M.screen_flags(curve, 400_000) == {"since": 400_000, "games": 20, "greedy_games": 20, "greedy": 19,
+                                              "noisy": 14}
     assert M.screen_flags(curve, 500_000) is None  # no screening from there on
     assert M.screen_flags(M.flag_curve(tmp_path, []), 0) is None  # no evaluations recorded
     M.write_mario_report(tmp_path)
@@ -148,7 +151,7 @@ def test_evaluations_a_resume_played_again_count_once(tmp_path):
         + _scored(_eval_row(200_000, "confirm", 20, 18, 20), 10.0)    # the killed run's: played again below
         + _eval_row(200_000, "screen", 3, 2))                          # the resumed run's
     rep = M.mario_report(tmp_path)
-    assert rep["seeds"]["1"]["screens"] == {"since": 150_000, "games": 10, "greedy": 3, "noisy": 2}
+    assert rep["seeds"]["1"]["screens"] == {"since": 150_000, "games": 10, "greedy_games": 10, "greedy": 3, "noisy": 2}
     assert [p["agent_steps"] for p in rep["seeds"]["1"]["curve"]] == [100_000, 200_000]
     assert rep["seeds"]["1"]["curve"][1]["confirm"] is None
     (run / "config.json").write_text(json.dumps({"config": {**R.resolved_recipe(STAGE, []), "env": STAGE},
@@ -157,7 +160,8 @@ def test_evaluations_a_resume_played_again_count_once(tmp_path):
     with open(run / "evals.jsonl", "a") as f:  # the resumed run's confirmation: a pending one played at resume
         f.write(_scored(_eval_row(200_000, "confirm", 19, 10, 20), 9.5))
     assert R.stopped_at_flag(run)
-    assert M.mario_report(tmp_path)["seeds"]["1"]["curve"][1]["confirm"] == {"games": 20, "greedy": 19, "noisy": 10}
+    assert M.mario_report(tmp_path)["seeds"]["1"]["curve"][1]["confirm"] == {"games": 20, "greedy_games": 20,
+                                                                            "greedy": 19, "noisy": 10}
 
 
 def test_report_gives_each_seeds_flags_by_agent_steps_with_confirmations_and_training_games(tmp_path):
@@ -165,7 +169,9 @@ def test_report_gives_each_seeds_flags_by_agent_steps_with_confirmations_and_tra
                                  "train_args": []}, R.resolved_recipe(STAGE, []))
     run = _seed(tmp_path, 1, [True] * 10)
 
-    (run / "evals.jsonl").write_text(_eval_row(50_000, "screen", 0, 1) + _eval_row(50_000, "confirm", 0, 2, 20)
+    # the confirmation's greedy games cut to 16 (all 8 envs stood still once, before the rest were
+    # played in a fresh batch): each way counts its own
+    (run / "evals.jsonl").write_text(_eval_row(50_000, "screen", 0, 1) + _eval_row(50_000, "confirm", 0, 2, 20, 16)
                                      + _eval_row(100_000, "screen", 3, 2))
     (run / "episodes.jsonl").write_text("".join(
         json.dumps({"wall_s": s / 100, "agent_steps": s, "return": 1.0, "length": 100, "distance": 3000.0 if f else 500.0,
@@ -173,12 +179,12 @@ def test_report_gives_each_seeds_flags_by_agent_steps_with_confirmations_and_tra
         for s, f in ((20_000, False), (50_000, True), (60_000, True), (90_000, False), (99_000, False), (130_000, True))))
     curve = M.flag_curve(run, read_episodes(run))
     assert curve == [
-        {"agent_steps": 50_000, "screen": {"games": 10, "greedy": 0, "noisy": 1},
-         "confirm": {"games": 20, "greedy": 0, "noisy": 2}, "training": {"games": 2, "flags": 1}},
-        {"agent_steps": 100_000, "screen": {"games": 10, "greedy": 3, "noisy": 2}, "confirm": None,
+        {"agent_steps": 50_000, "screen": {"games": 10, "greedy_games": 10, "greedy": 0, "noisy": 1},
+         "confirm": {"games": 20, "greedy_games": 16, "greedy": 0, "noisy": 2}, "training": {"games": 2, "flags": 1}},
+        {"agent_steps": 100_000, "screen": {"games": 10, "greedy_games": 10, "greedy": 3, "noisy": 2}, "confirm": None,
          "training": {"games": 3, "flags": 1}}]  # the game at 130,000 comes after the last screening
     md = M.write_mario_report(tmp_path) and (tmp_path / "suite_report.md").read_text()
-    assert "| 50,000 | 0/10, 1/10 | 0/20, 2/20 | 1/2 (50%) |" in md
+    assert "| 50,000 | 0/10, 1/10 | 0/16, 2/20 | 1/2 (50%) |" in md
     assert "| 100,000 | 3/10, 2/10 | - | 1/3 (33%) |" in md
     assert M.flag_curve(tmp_path, []) == []  # no evaluations recorded
 
