@@ -331,16 +331,18 @@ def collect() -> list[tuple[Source, dict]]:
 def mario_row(done: list[dict]) -> str:
     """The README's words for the Mario suite's seeds whose kept weights were played again."""
     at = [r["kept_at"] for r in done if r.get("kept_at") is not None]
-    when = f" (weights kept at {min(at) // 1000}k-{max(at) // 1000}k agent steps)" if at else ""
+    span = f"{min(at) // 1000}k" + (f"-{max(at) // 1000}k" if max(at) // 1000 != min(at) // 1000 else "") if at else ""
+    when = f" (weights kept at {span} agent steps)" if at else ""
+    whose = "each seed's kept weights" if len(done) > 1 else "the kept weights"
     counts = {r["episodes"] for r in done}
     if len(counts) == 1:  # one count for every seed: said once
-        return (f"each seed's kept weights, played again on {counts.pop()} fresh games: the flag in "
+        return (f"{whose}, played again on {counts.pop()} fresh games: the flag in "
                 f"{', '.join(str(r['greedy']) for r in done)} greedy, "
                 f"{', '.join(str(r['noisy']) for r in done)} at epsilon 0.05{when}")
 
     def each(how: str) -> str:  # seeds played on different counts: each over its own games
         return ", ".join(f"{r[how]}/{r['episodes']}" for r in done)
-    return (f"each seed's kept weights, played again on fresh games: the flag in {each('greedy')} greedy, "
+    return (f"{whose}, played again on fresh games: the flag in {each('greedy')} greedy, "
             f"{each('noisy')} at epsilon 0.05{when}")
 
 

@@ -117,6 +117,10 @@ def test_each_seed_is_counted_over_the_games_its_own_kept_weights_played(tmp_pat
     # one count for every seed: said once, as before
     assert RS.mario_row([{"greedy": 9, "noisy": 8, "episodes": 10, "kept_at": 600_000}] * 2).startswith(
         "each seed's kept weights, played again on 10 fresh games: the flag in 9, 9 greedy, 8, 8 at epsilon 0.05")
+    # one seed: its weights, kept at one point, not a span from a point to itself
+    assert RS.mario_row([{"greedy": 9, "noisy": 7, "episodes": 10, "kept_at": 500_054}]) == (
+        "the kept weights, played again on 10 fresh games: the flag in 9 greedy, 7 at epsilon 0.05 "
+        "(weights kept at 500k agent steps)")
 
 
 def test_report_reads_the_screenings_of_the_second_half_and_leaves_out_confirmations(tmp_path):
