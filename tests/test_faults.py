@@ -90,13 +90,14 @@ def test_learner_killed_in_warm_up_takes_down_collectors_waiting_for_room(tmp_pa
         while time.time() < deadline and min(heads()) == 0:  # both collectors are playing
             time.sleep(0.05)
         proc.send_signal(signal.SIGSTOP)
-        quiet, last = 0, heads()
-        while time.time() < deadline and quiet < 10:  # 0.5 s without a push: every collector waits
+
+        def full():  # no room for one more step (up to 8 records: 4 envs, each with a final observation)
+            return all(int(h[HEAD]) - int(h[TAIL]) > 64 - 8 for h in headers)
+        # polled for the rings' state itself, not for a spell without pushes: on a loaded machine a
+        # collector starved of CPU for half a second had read as one waiting for room
+        while time.time() < deadline and not full():
             time.sleep(0.05)
-            now = heads()
-            quiet, last = (quiet + 1 if now == last else 0), now
-        # no room for one more step (up to 8 records: 4 envs, each with a final observation)
-        assert quiet == 10 and all(int(h[HEAD]) - int(h[TAIL]) > 64 - 8 for h in headers), "the rings never filled up"
+        assert full(), "the rings never filled up"  # so every collector waits for room
         proc.kill()
         proc.wait(timeout=30)  # not its output: forked collectors that live on hold the pipe open
         deadline = time.time() + 5
