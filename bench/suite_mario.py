@@ -183,16 +183,6 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
 
 # ---------------------------------------------------------------------------------- the report
 
-# An evaluation's flags and games each way (``flag_curve``); a report written before the greedy
-# games were counted apart holds ``games`` alone, the same count both ways then.
-FLAG_KEYS = ("greedy", "greedy_games", "noisy", "games")
-
-
-def greedy_games(flags: dict) -> int:
-    """The greedy games behind ``flags`` (a ``flag_curve`` reading or ``screen_flags``' sum)."""
-    return flags.get("greedy_games", flags["games"])
-
-
 def screen_flags(curve: list[dict], since: int) -> dict | None:
     """The flags of the run's periodic screenings from ``since`` agent steps on, greedy and at
     the noisy epsilon, and their games, summed over ``flag_curve``'s rows: an unselected reading
@@ -203,7 +193,8 @@ def screen_flags(curve: list[dict], since: int) -> dict | None:
     screens = [point["screen"] for point in curve if point["agent_steps"] >= since]
     if not screens:
         return None
-    return {"since": since, **{key: sum(s[key] for s in screens) for key in FLAG_KEYS}}
+    keys = ("greedy", "greedy_games", "noisy", "games")
+    return {"since": since, **{key: sum(s[key] for s in screens) for key in keys}}
 
 
 def first_greedy_flag(curve: list[dict]) -> int | None:
@@ -368,7 +359,7 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
     if screens:
         lines += ["", "The runs' own periodic screenings over their second half (unselected, unlike the kept "
                   "weights, and more games: recipes compare on them at equal agent steps): "
-                  + "; ".join(f"seed {seed} from {c['since']:,}: {c['greedy']}/{greedy_games(c)} greedy, "
+                  + "; ".join(f"seed {seed} from {c['since']:,}: {c['greedy']}/{c['greedy_games']} greedy, "
                               f"{c['noisy']}/{c['games']} at {rep['noisy_epsilon']:g}" for seed, c in screens) + "."]
     lines.append("")
     for seed, s in rep["seeds"].items():
@@ -440,7 +431,7 @@ def stages_markdown(reps: list[dict]) -> str:
 def curve_markdown(seed: str, curve: list[dict], epsilon: float) -> list[str]:
     """One seed's flags by agent steps as a table: screening, confirmation, training games."""
     def pair(f):
-        return "-" if f is None else f"{f['greedy']}/{greedy_games(f)}, {f['noisy']}/{f['games']}"
+        return "-" if f is None else f"{f['greedy']}/{f['greedy_games']}, {f['noisy']}/{f['games']}"
 
     lines = [f"Seed {seed} by agent steps: flags greedy, at epsilon {epsilon:g} of each periodic screening and "
              f"of the confirmation a new best started; the training games (exploring) at the flag since the "

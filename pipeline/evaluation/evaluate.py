@@ -462,8 +462,9 @@ def evaluate(checkpoint: str | Path, episodes: int = 10, video: str | Path | Non
     # evaluation of N games is always N games. Only the first batch films.
     first_env = 0
     while len(games) < episodes:
+        first = first_env == 0
         batch = _play_batch(policy, opts, episodes - len(games), epsilon, max_steps, seed + first_env,
-                            video if first_env == 0 else None, filmed if first_env == 0 else 0, progress)
+                            video if first else None, filmed if first else 0, progress)
         games += batch.games
         first_env += batch.num_envs
     # Mario, or any game that reports how far it got and a flag
