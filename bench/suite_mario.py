@@ -5,9 +5,10 @@ epsilon ``NOISY_EPSILON``, with seeds no training or evaluation game of the run 
 
 The report gives, per seed, the flags and mean distance of both plays, the agent steps and
 minutes to the kept weights, and where each game that missed the flag ended: a plot of the x
-position at which Mario died or stood until the clock ran out, against the agent steps the game
-lasted (a game that stood sits at the top, near the clock's ~2,000 agent steps), so the obstacle
-that kills a policy is seen. Runs train in ``SUITE_DIR/seedN/STAGE`` (bench/suite_runs.py: resumable,
+position at which Mario died or stood still, against the agent steps the game lasted (a game cut
+where it stood still, ``STAND_STILL_STEPS`` agent steps without passing its furthest x, is drawn
+as a cross), so the obstacle that kills a policy is seen, and the greedy evaluation games that
+stood still, which a fix for a Mario that stands still is judged by. Runs train in ``SUITE_DIR/seedN/STAGE`` (bench/suite_runs.py: resumable,
 ``--games-at-once``, one recipe per folder); a run that stopped itself with a finished agent
 (``--stop-at-flag``) is done. Judged per agent step: the replay ratio holds both ways, so seeds
 trained side by side learn per agent step as alone; their minutes are each a share of the machine."""
@@ -221,13 +222,16 @@ def flag_curve(run_dir: Path, rows: list[dict]) -> list[dict]:
         return []
     curve: list[dict] = []
     for row in evals:
-        ways = {p["epsilon"]: p["flags"] for p in row.get("plays", [])}
-        if 0.0 not in ways or NOISY_EPSILON not in ways:
+        plays = {p["epsilon"]: p for p in row.get("plays", [])}
+        if 0.0 not in plays or NOISY_EPSILON not in plays:
             continue
+        greedy, noisy = plays[0.0], plays[NOISY_EPSILON]
         # each way's own count: an evaluation whose envs all stood still once played fewer games
         # than it asked for (before it played the rest in a fresh batch), one way and not the other
-        flags = {"greedy": sum(ways[0.0]), "greedy_games": len(ways[0.0]),
-                 "noisy": sum(ways[NOISY_EPSILON]), "games": len(ways[NOISY_EPSILON])}
+        flags = {"greedy": sum(greedy["flags"]), "greedy_games": len(greedy["flags"]),
+                 "noisy": sum(noisy["flags"]), "games": len(noisy["flags"]),
+                 # greedy games cut where they stood still (Game.stood); None: played before it was recorded
+                 "greedy_stood": sum(map(bool, greedy["stood"])) if "stood" in greedy else None}
         if row.get("phase", "screen") == "screen":
             curve.append({"agent_steps": row["agent_steps"], "screen": flags, "confirm": None})
         elif curve and curve[-1]["confirm"] is None:  # a confirmation follows its screening
@@ -361,6 +365,11 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
                   "weights, and more games: recipes compare on them at equal agent steps): "
                   + "; ".join(f"seed {seed} from {c['since']:,}: {c['greedy']}/{c['greedy_games']} greedy, "
                               f"{c['noisy']}/{c['games']} at {rep['noisy_epsilon']:g}" for seed, c in screens) + "."]
+    stood = [(seed, stood_still(s["curve"])) for seed, s in rep["seeds"].items() if curves and s.get("curve")]
+    if any(c for _, c in stood):
+        lines += ["", "Greedy evaluation games (screenings and confirmations) that stood still until cut: "
+                  + "; ".join(f"seed {seed} {c['stood']} of {c['games']} ({c['stood'] / max(1, c['misses']):.0%} "
+                              f"of the {c['misses']} that missed the flag)" for seed, c in stood if c) + "."]
     lines.append("")
     for seed, s in rep["seeds"].items():
         if curves and s.get("curve"):
@@ -369,7 +378,7 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
         for how in ("greedy", "noisy"):
             play = (s["plays"] or {}).get(how)
             if play:
-                ends = [f"x {g['distance']:,.0f} ({g['length']:,} steps)"
+                ends = [f"x {g['distance']:,.0f} ({g['length']:,} steps{', stood still' if g.get('stood') else ''})"
                         for g in sorted(play["games"], key=lambda g: g["distance"]) if not g["flag"]]
                 lines.append(f"Seed {seed}, {'greedy' if how == 'greedy' else 'epsilon ' + format(play['epsilon'], 'g')}: "
                              f"missed the flag at {', '.join(ends) if ends else 'no game'}.")
@@ -428,14 +437,29 @@ def stages_markdown(reps: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def stood_still(curve: list[dict]) -> dict | None:
+    """A seed's greedy evaluation games (screenings and confirmations) that stood still until
+    they were cut, of its greedy games and of those that missed the flag: what a fix for a Mario
+    that stands still is judged by. None where an evaluation played before it was recorded."""
+    ways = [f for p in curve for f in (p["screen"], p["confirm"]) if f is not None]
+    if not ways or any(f.get("greedy_stood") is None for f in ways):
+        return None
+    games = sum(f["greedy_games"] for f in ways)
+    return {"stood": sum(f["greedy_stood"] for f in ways), "games": games,
+            "misses": games - sum(f["greedy"] for f in ways)}
+
+
 def curve_markdown(seed: str, curve: list[dict], epsilon: float) -> list[str]:
     """One seed's flags by agent steps as a table: screening, confirmation, training games."""
     def pair(f):
-        return "-" if f is None else f"{f['greedy']}/{f['greedy_games']}, {f['noisy']}/{f['games']}"
+        if f is None:
+            return "-"
+        stood = f" ({f['greedy_stood']} stood)" if f.get("greedy_stood") else ""
+        return f"{f['greedy']}/{f['greedy_games']}{stood}, {f['noisy']}/{f['games']}"
 
-    lines = [f"Seed {seed} by agent steps: flags greedy, at epsilon {epsilon:g} of each periodic screening and "
-             f"of the confirmation a new best started; the training games (exploring) at the flag since the "
-             f"screening before.", "",
+    lines = [f"Seed {seed} by agent steps: flags greedy (and the greedy games that stood still until cut), at "
+             f"epsilon {epsilon:g} of each periodic screening and of the confirmation a new best started; the "
+             f"training games (exploring) at the flag since the screening before.", "",
              "| agent steps | screening | confirmation | training games at the flag |", "|---|---|---|---|"]
     for p in curve:
         t = p["training"]
@@ -483,8 +507,12 @@ def plot_game_ends(rep: dict, path: str | Path) -> None:
                 continue
             flags, total = flags + play["flags"], total + len(play["games"])
             miss = [g for g in play["games"] if not g["flag"]]
-            ax.scatter([g["distance"] for g in miss], [g["length"] for g in miss], s=30, alpha=0.75,
-                       color=f"C{k}", label=f"seed {seed}: {play['flags']}/{len(play['games'])} flags")
+            for stood in (False, True):
+                some = [g for g in miss if bool(g.get("stood")) == stood]
+                if some or not stood:  # one legend entry a seed
+                    ax.scatter([g["distance"] for g in some], [g["length"] for g in some], s=30, alpha=0.75,
+                               color=f"C{k}", marker="x" if stood else "o",
+                               label=None if stood else f"seed {seed}: {play['flags']}/{len(play['games'])} flags")
         what = "greedy" if how == "greedy" else f"epsilon {rep['noisy_epsilon']:g}"
         ax.set_title(f"{what}: {flags} of {total} games reached the flag", fontsize=10)
         ax.set_xlabel("x position where the game ended")
@@ -501,7 +529,7 @@ def plot_game_ends(rep: dict, path: str | Path) -> None:
     if every:  # the level's length and the longest game, so panels and suites read on one scale
         axes[0].set_xlim(0, 1.05 * max(g["distance"] for g in every))
         axes[0].set_ylim(0, 1.1 * max(g["length"] for g in every))
-    axes[0].set_ylabel("agent steps the game lasted\n(top: stood until the clock ran out)")
+    axes[0].set_ylabel("agent steps the game lasted\n(x: cut where it stood still)")
     fig.suptitle(f"Where the kept weights' games ended without the flag ({rep['env']})", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

@@ -46,11 +46,17 @@ def test_refuses_a_stage_that_is_not_mario_and_what_the_suite_sets(tmp_path):
         "suite-mario-2-1_gamma_0.95"
 
 
-def _eval_row(steps: int, phase: str, greedy: int, noisy: int, games: int = 10, greedy_games: int = 0) -> str:
+def _eval_row(steps: int, phase: str, greedy: int, noisy: int, games: int = 10, greedy_games: int = 0,
+              stood: int | None = None) -> str:
     """One evaluations-file row: ``greedy`` of ``greedy_games`` (0: ``games``) and ``noisy`` of
-    ``games`` reached the flag."""
+    ``games`` reached the flag; ``stood`` of the greedy misses stood still (None: a row from
+    before evaluations recorded it)."""
     plays = [{"epsilon": e, "flags": [True] * n + [False] * (m - n)}
              for e, n, m in ((0.0, greedy, greedy_games or games), (0.05, noisy, games))]
+    if stood is not None:
+        m = len(plays[0]["flags"])
+        plays[0]["stood"] = [False] * (m - stood) + [True] * stood
+        plays[1]["stood"] = [False] * games
     return json.dumps({"agent_steps": steps, "phase": phase, "plays": plays}) + "\n"
 
 
@@ -68,7 +74,8 @@ def _seed(suite: Path, seed: int, flags: list[bool], steps: int = 800_000, kept_
     (run / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     R.mark_done(run, env, {"agent_steps": steps, "wall_s": 60.0 * steps / 100_000})
     games = [{"distance": 3161.0 if f else 1300.0 + 100 * i, "length": 400 if f else 2000 - 500 * (i % 2),
-              "flag": f, "return": 300.0, "random_near_end": int(not f and i % 2 == 0)} for i, f in enumerate(flags)]
+              "flag": f, "return": 300.0, "random_near_end": int(not f and i % 2 == 0), "stood": not f and i % 2 == 1}
+             for i, f in enumerate(flags)]
     plays = {"weights": "best_eval.pt", "weights_sha256": "x", "episodes": len(flags), "agent_steps": kept_at}
     for how, eps in (("greedy", 0.0), ("noisy", 0.05)):
         plays[how] = {"epsilon": eps, "seed": M.play_seeds(seed)[how], "flags": sum(flags),
@@ -90,8 +97,8 @@ def test_report_gives_flags_kept_weights_and_where_the_games_ended(tmp_path):
     assert "Recipe: the preset as it is (options: none)" in md
     assert "| 1 | 9/10 | 9/10 |" in md and "| 2 | 7/10 | 7/10 |" in md
     assert "| 450,000 (4.5) | 800,000 (8.0) |" in md
-    assert "Seed 2, epsilon 0.05: missed the flag at x 2,000 (1,500 steps), x 2,100 (2,000 steps), " \
-           "x 2,200 (1,500 steps)." in md
+    assert "Seed 2, epsilon 0.05: missed the flag at x 2,000 (1,500 steps, stood still), x 2,100 (2,000 steps), " \
+           "x 2,200 (1,500 steps, stood still)." in md
     # of the 4 misses at epsilon (seed 1's game 9, seed 2's games 7, 8, 9), seed 2's game 8 had a random action near the end
     assert "At epsilon 0.05, 1 of the 4 games that missed the flag had a random action in their last 8 agent " \
            "steps (chance alone gives 8 steps one 34% of the time)." in md
@@ -165,7 +172,8 @@ def test_evaluations_a_resume_played_again_count_once(tmp_path):
         f.write(_scored(_eval_row(200_000, "confirm", 19, 10, 20), 9.5))
     assert R.stopped_at_flag(run)
     assert M.mario_report(tmp_path)["seeds"]["1"]["curve"][1]["confirm"] == {"games": 20, "greedy_games": 20,
-                                                                            "greedy": 19, "noisy": 10}
+                                                                            "greedy": 19, "noisy": 10,
+                                                                            "greedy_stood": None}
 
 
 def test_report_gives_each_seeds_flags_by_agent_steps_with_confirmations_and_training_games(tmp_path):
@@ -182,15 +190,39 @@ def test_report_gives_each_seeds_flags_by_agent_steps_with_confirmations_and_tra
                     "flag": f}) + "\n"
         for s, f in ((20_000, False), (50_000, True), (60_000, True), (90_000, False), (99_000, False), (130_000, True))))
     curve = M.flag_curve(run, read_episodes(run))
+    unrecorded = {"greedy_stood": None}  # rows from before evaluations recorded the games that stood still
     assert curve == [
-        {"agent_steps": 50_000, "screen": {"games": 10, "greedy_games": 10, "greedy": 0, "noisy": 1},
-         "confirm": {"games": 20, "greedy_games": 16, "greedy": 0, "noisy": 2}, "training": {"games": 2, "flags": 1}},
-        {"agent_steps": 100_000, "screen": {"games": 10, "greedy_games": 10, "greedy": 3, "noisy": 2}, "confirm": None,
-         "training": {"games": 3, "flags": 1}}]  # the game at 130,000 comes after the last screening
+        {"agent_steps": 50_000, "screen": {"games": 10, "greedy_games": 10, "greedy": 0, "noisy": 1, **unrecorded},
+         "confirm": {"games": 20, "greedy_games": 16, "greedy": 0, "noisy": 2, **unrecorded},
+         "training": {"games": 2, "flags": 1}},
+        {"agent_steps": 100_000, "screen": {"games": 10, "greedy_games": 10, "greedy": 3, "noisy": 2, **unrecorded},
+         "confirm": None, "training": {"games": 3, "flags": 1}}]  # the game at 130,000 comes after the last screening
     md = M.write_mario_report(tmp_path) and (tmp_path / "suite_report.md").read_text()
     assert "| 50,000 | 0/10, 1/10 | 0/16, 2/20 | 1/2 (50%) |" in md
     assert "| 100,000 | 3/10, 2/10 | - | 1/3 (33%) |" in md
     assert M.flag_curve(tmp_path, []) == []  # no evaluations recorded
+    assert M.stood_still(curve) is None and "stood still until cut:" not in md
+
+
+def test_report_counts_the_greedy_games_that_stood_still(tmp_path):
+    """What a fix for a Mario that stands still is judged by: per evaluation, and per seed over
+    its greedy games and its misses."""
+    R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 800_000, "minutes": None,
+                                 "train_args": []}, R.resolved_recipe(STAGE, []))
+    run = _seed(tmp_path, 1, [True] * 10)
+    (run / "evals.jsonl").write_text(_eval_row(50_000, "screen", 2, 1, stood=3)
+                                     + _eval_row(50_000, "confirm", 5, 2, 20, stood=8)
+                                     + _eval_row(100_000, "screen", 6, 2, stood=0))
+    curve = M.flag_curve(run, [])
+    assert [p["screen"]["greedy_stood"] for p in curve] == [3, 0] and curve[0]["confirm"]["greedy_stood"] == 8
+    assert M.stood_still(curve) == {"stood": 11, "games": 40, "misses": 27}
+    md = M.write_mario_report(tmp_path) and (tmp_path / "suite_report.md").read_text()
+    assert "| 50,000 | 2/10 (3 stood), 1/10 | 5/20 (8 stood), 2/20 |" in md
+    assert "| 100,000 | 6/10, 2/10 | - |" in md
+    assert "stood still until cut: seed 1 11 of 40 (41% of the 27 that missed the flag)." in md
+    # one evaluation from before the count makes the seed's total unknown, not smaller
+    (run / "evals.jsonl").write_text(_eval_row(50_000, "screen", 2, 1) + _eval_row(100_000, "screen", 6, 2, stood=1))
+    assert M.stood_still(M.flag_curve(run, [])) is None
 
 
 def test_a_run_that_stopped_itself_at_a_finished_agent_is_done(tmp_path):
