@@ -217,6 +217,21 @@ def test_a_game_that_stands_still_is_scored_where_it_stands_not_waited_out():
     assert all(g.length == CATCH_STEPS and not g.stood for g in games)
 
 
+def test_a_game_that_comes_out_of_a_pipe_at_a_smaller_x_is_not_standing_still():
+    """An x that jumps further than Mario moves in a step changed area (a pipe): the game is
+    measured from where he comes out, so it plays to its end; standing there is still cut."""
+    from tests.test_stall import ScriptedX, ZeroQ, rules
+
+    def play(xs):
+        rollout = Rollout(ScriptedX(xs, ends=[len(xs) - 1]), ZeroQ(), 4, False, seed=0, game=rules(0))
+        return play_games(rollout, 1, 0.0, 27_000, stand_still=4)
+
+    out_of_a_pipe = [3000, 3001, 3002] + list(range(40, 52))
+    assert [(g.length, g.stood) for g in play(out_of_a_pipe)] == [(len(out_of_a_pipe), False)]
+    [game] = play([3000, 3001, 3002] + [40] * 10)
+    assert game.stood and game.length == 3 + 1 + 4  # its first step out sets the furthest, then 4 still
+
+
 def test_an_evaluation_plays_every_game_asked_for_though_every_env_stood_still(tmp_path, monkeypatch):
     """Twelve games of a policy that always stays on WallCatch, standing still after 3 steps:
     each of the first batch's 8 envs is cut once and retired, and the 4 games still owed are

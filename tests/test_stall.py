@@ -93,6 +93,16 @@ def test_pacing_back_and_forth_below_the_furthest_x_is_standing_still():
     assert term_steps(flags_of(xs, stall_steps=6)[0]) == []  # step 7 passes it in time
 
 
+def test_coming_out_of_a_pipe_at_a_smaller_x_is_not_standing_still():
+    """A pipe from x ~3,000 to a place at x ~40: an x that jumps further than Mario moves in a
+    step (AREA_CHANGE_X) starts the measure over where he comes out, and standing there still
+    stalls."""
+    xs = [3000, 3001, 3002] + list(range(40, 48)) + [47] * 4
+    assert term_steps(flags_of(xs, stall_steps=4)[0]) == [14]  # only the stand at 47 (steps 11-14)
+    # a step back within reach of a step is not an area change: pacing below the furthest still counts
+    assert term_steps(flags_of([100, 110, 60, 61, 62, 63], stall_steps=4)[0]) == [5]
+
+
 def test_moving_on_never_stalls_and_zero_or_no_x_never_cuts():
     assert term_steps(flags_of(list(range(40, 80)), stall_steps=1)[0]) == []
     assert term_steps(flags_of([42] * 30, stall_steps=0)[0]) == []

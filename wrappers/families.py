@@ -132,13 +132,21 @@ class GameFamily:
         return ""
 
 
+# Further than Mario moves in one agent step (at most ~3 pixels a frame, so ~12 at frame skip 4):
+# an x that jumps by more did not come from running but from a change of place (a pipe, a vine, a
+# respawn), and the stand-still measure starts over where Mario comes out instead of holding him
+# to the furthest x of the place he left.
+AREA_CHANGE_X = 64.0
+
+
 class PositionTracker(GameTracker):
     """The x position each env's game reached and whether it got the flag, and the stall rule:
     once an env's x has not passed its learning episode's furthest for ``stall_steps`` agent
     steps, that learning episode ends (TERM, the game goes on), as a lost life does with
     EpisodicLife, and ``stall_penalty`` (the game's units) is taken from that step's learned
     reward. Measured from the furthest x, not the last one, so pacing back and forth in one
-    place is standing still too; an env that reports no x never stalls."""
+    place is standing still too, and from where Mario enters an area (``AREA_CHANGE_X``), so
+    coming out of a pipe at a smaller x is not; an env that reports no x never stalls."""
 
     def __init__(self, family: GameFamily, num_envs: int, stall_steps: int = 0, stall_penalty: float = 0.0):
         super().__init__(family)
@@ -154,6 +162,7 @@ class PositionTracker(GameTracker):
         has_x = live & ~np.isnan(x)
         stalled = None
         if self.stall_steps:
+            self.furthest[has_x & (np.abs(x - self.last_x) > AREA_CHANGE_X)] = -np.inf  # NaN: no last x
             ahead = has_x & (x > self.furthest)
             self.furthest[ahead] = x[ahead]
             self.still = np.where(ahead, 0, self.still + has_x)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from models import NetworkSpec, build_model
+from wrappers.families import AREA_CHANGE_X
 
 from ..records import checkpoint as ckpt
 from ..records.episodes import SCORE_WINDOW
@@ -229,7 +230,8 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
     played: list[list[Game]] = [[] for _ in quota]
     digests = [hashlib.sha1() for _ in quota]
     recent = [collections.deque(maxlen=NEAR_END) for _ in quota]  # each game's last steps: random or not
-    furthest = np.full(rollout.num_envs, -np.inf)  # each game's furthest x so far
+    furthest = np.full(rollout.num_envs, -np.inf)  # each game's furthest x so far, in its current area
+    last = np.full(rollout.num_envs, np.nan)         # each game's x a step before
     still = np.zeros(rollout.num_envs, np.int64)   # agent steps since it last passed it
     retired = np.zeros(rollout.num_envs, bool)
     family = rollout.game.family  # what the games report besides: Mario's x position and flag
@@ -251,6 +253,9 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
                 digests[i].update(bytes((int(fields["action"][i]),)))
                 recent[i].append(bool(flags[i] & EXPLORED))
                 x = float(xs[i])
+                if abs(x - last[i]) > AREA_CHANGE_X:  # out of a pipe: measured from where it came out
+                    furthest[i] = -np.inf
+                last[i] = x
                 if x > furthest[i]:
                     furthest[i], still[i] = x, 0
                 elif not np.isnan(x):  # a game with no x (Atari) never stands still
@@ -266,7 +271,7 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
                     on_game(played[i][-1])
                 digests[i] = hashlib.sha1()
                 recent[i].clear()
-                furthest[i], still[i] = -np.inf, 0
+                furthest[i], still[i], last[i] = -np.inf, 0, np.nan
                 if not flags[i] & LAST:  # cut short: this env's game goes on, so it plays no more
                     retired[i] = True
                     left = quota[i] - len(played[i])
