@@ -165,6 +165,34 @@ def test_the_stall_penalty_is_learned_at_the_stall_only_and_the_log_keeps_the_ra
                    game=rules(0)).step(0.0)[1]["reward"][0] == pytest.approx(-1.0)
 
 
+class ScriptedFlag(ScriptedReward):
+    """ScriptedReward whose info reports the flag at the steps ``flags`` names."""
+
+    def __init__(self, xs, reward, flags):
+        super().__init__(xs, reward)
+        self.flags = set(flags)
+
+    def step(self, actions):
+        t = self.t
+        st = super().step(actions)
+        return dataclasses.replace(st, extras={**st.extras, "flag_get": np.array([t in self.flags])})
+
+
+def test_the_flag_bonus_is_learned_once_at_the_flag_and_the_log_keeps_the_raw_return():
+    """gym-super-mario-bros pays nothing for the flag: --flag-bonus adds its value (the game's
+    units, then --reward-scale) to the learned reward of the step that first reports it."""
+    tracker = MARIO.tracker(1, EnvOptions(flag_bonus=50.0))
+    rollout = Rollout(ScriptedFlag([40 + i for i in range(8)], 1.0, flags=[4, 5]), ZeroQ(), 4, False, seed=0,
+                      reward_scale=0.1, game=tracker)
+    steps = [rollout.step(0.0)[1] for _ in range(8)]
+    assert [round(float(f["reward"][0]), 4) for f in steps] == [0.1] * 4 + [5.1] + [0.1] * 3  # once, at step 4
+    assert [float(f["ep_return"][0]) for f in steps] == [float(i + 1) for i in range(8)]  # raw: no bonus in it
+    assert steps[-1]["flag_get"][0]
+    plain = Rollout(ScriptedFlag([40 + i for i in range(8)], 1.0, flags=[4]), ZeroQ(), 4, False, seed=0,
+                    reward_scale=0.1, game=rules(0))
+    assert [round(float(plain.step(0.0)[1]["reward"][0]), 4) for _ in range(8)] == [0.1] * 8
+
+
 def test_stall_steps_is_refused_where_there_is_no_x_and_below_zero():
     hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
     with pytest.raises(ConfigError, match="--stall-steps.*no x position"):
@@ -176,6 +204,11 @@ def test_stall_steps_is_refused_where_there_is_no_x_and_below_zero():
     with pytest.raises(ConfigError, match="--stall-penalty -1.0: .*must be 0 or more"):
         validate(Config.of(env="SuperMarioBros-1-1-v0", stall_steps=10, stall_penalty=-1.0), hw)
     validate(Config.of(env="SuperMarioBros-1-1-v0", stall_steps=10, stall_penalty=25.0), hw)
+    with pytest.raises(ConfigError, match="--flag-bonus 50.0: ALE/Pong-v5 reports no flag"):
+        validate(Config.of(env="ALE/Pong-v5", flag_bonus=50.0), hw)
+    with pytest.raises(ConfigError, match="--flag-bonus -1.0: .*must be 0 or more"):
+        validate(Config.of(env="SuperMarioBros-1-1-v0", flag_bonus=-1.0), hw)
+    validate(Config.of(env="SuperMarioBros-1-1-v0", flag_bonus=50.0), hw)
 
 
 def test_mario_pressing_nothing_stalls_on_the_emulator_and_plays_on():

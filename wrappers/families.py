@@ -144,14 +144,16 @@ class PositionTracker(GameTracker):
     once an env's x has not passed its learning episode's furthest for ``stall_steps`` agent
     steps, that learning episode ends (TERM, the game goes on), as a lost life does with
     EpisodicLife, and ``stall_penalty`` (the game's units) is taken from that step's learned
-    reward. Measured from the furthest x, not the last one, so pacing back and forth in one
+    reward; ``flag_bonus`` (the game's units) is added to the learned reward of the step that
+    reaches the flag. Measured from the furthest x, not the last one, so pacing back and forth in one
     place is standing still too, and from where Mario enters an area (``AREA_CHANGE_X``), so
     coming out of a pipe at a smaller x is not; an env that reports no x never stalls."""
 
-    def __init__(self, family: GameFamily, num_envs: int, stall_steps: int = 0, stall_penalty: float = 0.0):
+    def __init__(self, family: GameFamily, num_envs: int, stall_steps: int = 0, stall_penalty: float = 0.0,
+                 flag_bonus: float = 0.0):
         super().__init__(family)
         M = num_envs
-        self.stall_steps, self.stall_penalty = stall_steps, stall_penalty
+        self.stall_steps, self.stall_penalty, self.flag_bonus = stall_steps, stall_penalty, flag_bonus
         self.last_x = np.full(M, np.nan, np.float32)
         self.got_flag = np.zeros(M, bool)
         self.furthest = np.full(M, -np.inf, np.float32)  # furthest x of each env's learning episode
@@ -171,7 +173,10 @@ class PositionTracker(GameTracker):
             if self.stall_penalty:  # learned only, as the stall's TERM is; the log keeps the game's return
                 learned = learned - self.stall_penalty * stalled
         self.last_x[has_x] = x[has_x]
-        self.got_flag |= live & st.extras["flag_get"]
+        reached = live & st.extras["flag_get"] & ~self.got_flag
+        if self.flag_bonus:  # learned only, as the stall penalty is; the log keeps the game's return
+            learned = learned + self.flag_bonus * reached
+        self.got_flag |= reached
         return stalled, learned
 
     def record(self, fields):
@@ -205,7 +210,7 @@ class PositionFamily(GameFamily):
     def tracker(self, num_envs, opts=None):
         if opts is None:
             return PositionTracker(self, num_envs)
-        return PositionTracker(self, num_envs, opts.stall_steps, opts.stall_penalty)
+        return PositionTracker(self, num_envs, opts.stall_steps, opts.stall_penalty, opts.flag_bonus)
 
     def game_stats(self, fields, i):
         x = float(fields["x_pos"][i])

@@ -121,6 +121,10 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if opts.stall_penalty and not opts.stall_steps:
         bad("stall_penalty", "applies where --stall-steps ends a learning episode, and --stall-steps is 0; add "
                              "--stall-steps N (e.g. 10) or leave --stall-penalty 0")
+    if opts.flag_bonus < 0:
+        bad("flag_bonus", "is added to the reward where Mario reaches the flag, so it must be 0 or more (50: R2D2's)")
+    if opts.flag_bonus and not is_mario(cfg.env):
+        bad("flag_bonus", f"{cfg.env} reports no flag; only Mario does. Leave it 0")
     if run.time_limit < 0:
         bad("time_limit", "must be 0 (no limit) or a number of minutes")
     if run.capture_video and not run.eval_interval:
