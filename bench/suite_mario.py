@@ -9,8 +9,8 @@ position at which Mario died or stood still, against the agent steps the game la
 where it stood still, ``STAND_STILL_STEPS`` agent steps without passing its furthest x, is drawn
 as a cross), so the obstacle that kills a policy is seen, and the greedy evaluation games that
 stood still, which a fix for a Mario that stands still is judged by. Runs train in
-``SUITE_DIR/seedN/STAGE`` (bench/suite_runs.py: resumable, ``--games-at-once``, one recipe per folder); a run that stopped itself with a finished agent
-(``--stop-at-flag``) is done. Judged per agent step: the replay ratio holds both ways, so seeds
+``SUITE_DIR/seedN/STAGE`` (bench/suite_runs.py: resumable, ``--games-at-once``, one recipe per
+folder); a run that stopped itself with a finished agent (``--stop-at-flag``) is done. Judged per agent step: the replay ratio holds both ways, so seeds
 trained side by side learn per agent step as alone; their minutes are each a share of the machine."""
 from __future__ import annotations
 

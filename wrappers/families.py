@@ -139,15 +139,25 @@ class GameFamily:
 AREA_CHANGE_X = 64.0
 
 
+def stand_still_step(x, last_x, furthest, still):
+    """One agent step of the stand-still measure, the stall rule's and the evaluations' alike:
+    (the furthest x, the agent steps since it was last passed) once Mario's x went from ``last_x``
+    to ``x``. Measured from the furthest x, so pacing back and forth below it counts as standing;
+    an x that jumps by more than ``AREA_CHANGE_X`` starts it over where Mario comes out; a NaN x
+    (no x this step) leaves both as they were. Arrays (one entry per env) or scalars."""
+    furthest = np.where(np.abs(x - last_x) > AREA_CHANGE_X, -np.inf, furthest)  # NaN compares False
+    ahead = x > furthest
+    return np.where(ahead, x, furthest), np.where(ahead, 0, still + ~np.isnan(x))
+
+
 class PositionTracker(GameTracker):
     """The x position each env's game reached and whether it got the flag, and the stall rule:
     once an env's x has not passed its learning episode's furthest for ``stall_steps`` agent
     steps, that learning episode ends (TERM, the game goes on), as a lost life does with
     EpisodicLife, and ``stall_penalty`` (the game's units) is taken from that step's learned
-    reward; ``flag_bonus`` (the game's units) is added to the learned reward of the step that
-    reaches the flag. Measured from the furthest x, not the last one, so pacing back and forth in one
-    place is standing still too, and from where Mario enters an area (``AREA_CHANGE_X``), so
-    coming out of a pipe at a smaller x is not; an env that reports no x never stalls."""
+    reward (``stand_still_step``: from the furthest x, and afresh out of a pipe; an env that reports
+    no x never stalls); ``flag_bonus`` (the game's units) is added to the learned reward of the
+    step that reaches the flag."""
 
     def __init__(self, family: GameFamily, num_envs: int, stall_steps: int = 0, stall_penalty: float = 0.0,
                  flag_bonus: float = 0.0):
@@ -164,10 +174,8 @@ class PositionTracker(GameTracker):
         has_x = live & ~np.isnan(x)
         stalled = None
         if self.stall_steps:
-            self.furthest[has_x & (np.abs(x - self.last_x) > AREA_CHANGE_X)] = -np.inf  # NaN: no last x
-            ahead = has_x & (x > self.furthest)
-            self.furthest[ahead] = x[ahead]
-            self.still = np.where(ahead, 0, self.still + has_x)
+            self.furthest, self.still = stand_still_step(np.where(live, x, np.nan), self.last_x, self.furthest,
+                                                         self.still)
             stalled = live & ~terminated & (self.still >= self.stall_steps)
             self.cuts += int(stalled.sum())
             if self.stall_penalty:  # learned only, as the stall's TERM is; the log keeps the game's return

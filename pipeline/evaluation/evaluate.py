@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from models import NetworkSpec, build_model
-from wrappers.families import AREA_CHANGE_X
+from wrappers.families import stand_still_step
 
 from ..records import checkpoint as ckpt
 from ..records.episodes import SCORE_WINDOW
@@ -252,14 +252,9 @@ def play_games(rollout, episodes: int, epsilon: float, max_steps: int, on_step=N
             else:
                 digests[i].update(bytes((int(fields["action"][i]),)))
                 recent[i].append(bool(flags[i] & EXPLORED))
-                x = float(xs[i])
-                if abs(x - last[i]) > AREA_CHANGE_X:  # out of a pipe: measured from where it came out
-                    furthest[i] = -np.inf
+                x = float(xs[i])  # NaN for a game with no x (Atari), which never stands still
+                furthest[i], still[i] = stand_still_step(x, last[i], furthest[i], still[i])
                 last[i] = x
-                if x > furthest[i]:
-                    furthest[i], still[i] = x, 0
-                elif not np.isnan(x):  # a game with no x (Atari) never stands still
-                    still[i] += 1
                 stood = bool(still[i] >= stand_still)
                 over = int(fields["ep_len"][i]) >= max_steps or stood  # ep_len counts this step
             if over:
