@@ -58,12 +58,14 @@ class EnvOptions:
                            "not passed his furthest x for this many agent steps, so a state he stands in pressing into "
                            "a wall learns the value of going nowhere; 0 never; games played and judged are not cut", 0)
     stall_penalty: float = doc("Mario with --stall-steps: subtracted from the reward of the step a stall ends, in the "
-                               "game's units before --reward-scale (25: what a lost life costs Mario), so standing "
+                               "game's units before --reward-scale (25: what gym-super-mario-bros takes for a lost life, "
+                               "before nes-py clips each frame to [-15, 15]), so standing "
                                "still is learned as a death rather than as a quiet end; 0 adds nothing", 0.0)
-    flag_bonus: float = doc("Mario: added to the learned reward of the step that reaches the flag, which "
-                            "gym-super-mario-bros pays nothing for (the game's units, before --reward-scale; 50: the "
-                            "published R2D2 and PPO Mario agents'); the log keeps the game's return; 0 adds nothing",
-                            0.0)
+    flag_bonus: float = doc("Mario: added to the learned reward of the step that reaches the flag, where "
+                            "gym-super-mario-bros' own 50 is cut to 15 by nes-py's clip of each frame to [-15, 15] "
+                            "(that step pays ~16-18, a running one ~11) (the game's units, before --reward-scale; "
+                            "50: the published R2D2 and PPO Mario agents'); the log keeps the game's return; 0 adds "
+                            "nothing", 0.0)
     sticky_actions: float = doc("probability that an emulator frame repeats the previous action instead of the "
                                 "agent's (repeat_action_probability); -1 keeps the env id's default (ALE v5: "
                                 "0.25, Mario: 0)", -1.0)

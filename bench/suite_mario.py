@@ -394,8 +394,8 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
         lines.append(f"Trained on: {where} (seed {', '.join(names)}).")
     shared = [seed for seed, s in rep["seeds"].items() if s["games_at_once"] > 1 or s["other_runs"] > 0]
     if shared:
-        lines.append(f"Shared the machine: seed {', '.join(shared)} (beside other training runs): their minutes "
-                     "are each a share of the machine, their agent steps as alone.")
+        lines.append(f"Shared the machine: seed {', '.join(shared)} (beside other runs of the trainer, a test suite's "
+                     "among them): their minutes are each a share of the machine, their agent steps as alone.")
     return "\n".join(lines)
 
 

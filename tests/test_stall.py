@@ -179,7 +179,7 @@ class ScriptedFlag(ScriptedReward):
 
 
 def test_the_flag_bonus_is_learned_once_at_the_flag_and_the_log_keeps_the_raw_return():
-    """gym-super-mario-bros pays nothing for the flag: --flag-bonus adds its value (the game's
+    """The flag's own 50 is clipped to the frame's 15: --flag-bonus adds a value (the game's
     units, then --reward-scale) to the learned reward of the step that first reports it."""
     tracker = MARIO.tracker(1, EnvOptions(flag_bonus=50.0))
     rollout = Rollout(ScriptedFlag([40 + i for i in range(8)], 1.0, flags=[4, 5]), ZeroQ(), 4, False, seed=0,
