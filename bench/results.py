@@ -316,7 +316,7 @@ def stages_row(rows: list[dict]) -> str:
                 f"{r['kept_at'] // 1000}k agent steps; first greedy flag at "
                 + (f"{r['first_flag'] // 1000}k" if r["first_flag"] else "-")
                 + (f", R2D2 {r['r2d2'] / 1e6:.2f}M" if r["r2d2"] else "") + ")"
-                + ("" if r["done"] else f", still training at {r['agent_steps'] // 1000}k"))
+                + ("" if r["done"] else f", not finished at {r['agent_steps'] // 1000}k"))
     return "; ".join(one(r) for r in rows)
 
 

@@ -346,7 +346,8 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
                      f"{_n(s['kept_agent_steps'])} ({_n(s['kept_minutes'], '{:.1f}')}) | "
                      f"{_n(s['agent_steps'])} ({_n(s['minutes'], '{:.1f}')}){'' if s['done'] else ' *'} |")
     if not all(s["done"] for s in rep["seeds"].values()):
-        lines += ["", "`*`: still training; its plays, if any, are of weights kept so far."]
+        lines += ["", "`*`: not finished (training, or stopped short of its agent steps: the suite resumes it); its plays, "
+                  "if any, are of the weights kept so far."]
     anchors = stage_anchors()
     r2d2 = anchors["agent_steps_to_first_greedy_flag"].get(stage_name(rep["env"]))
     firsts = [f"seed {seed} at {s['first_flag_agent_steps']:,} agent steps ({_n(s['first_flag_minutes'], '{:.0f}')} min)"
@@ -433,7 +434,7 @@ def stages_markdown(reps: list[dict]) -> str:
     lines += ["", "Minutes are each run's own wall clock on the machine it trained on (its report names it)"
               + (f"; {', '.join(shared)} shared the machine with other runs, so its minutes are a share of it and its "
                  "agent steps as alone" if shared else "")
-              + f"; `*`: still training. {anchors['agent']}: {anchors['source']}."]
+              + f"; `*`: not finished (training, or stopped short: the suite resumes it). {anchors['agent']}: {anchors['source']}."]
     return "\n".join(lines)
 
 

@@ -328,7 +328,7 @@ def test_the_suite_refuses_a_wrong_stage_and_two_ways_of_naming_them_before_any_
 
 def test_a_run_kept_stopped_short_without_its_checkpoint_reports_how_far_it_got(tmp_path):
     """A stage run stopped short and kept (docs/data) without checkpoint.pt or suite_game.json:
-    the report reads its agent steps and minutes from its last epoch and marks it still training."""
+    the report reads its agent steps and minutes from its last epoch and marks it not finished."""
     R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 2_000_000, "minutes": None,
                                  "train_args": []}, R.resolved_recipe(STAGE, []))
     run = tmp_path / "seed1" / "SuperMarioBros-1-1"
