@@ -66,6 +66,10 @@ class EnvOptions:
                             "(that step pays ~16-18, a running one ~11) (the game's units, before --reward-scale; "
                             "50: the published R2D2 and PPO Mario agents'); the log keeps the game's return; 0 adds "
                             "nothing", 0.0)
+    death_penalty: float = doc("Mario: subtracted from the learned reward of the step a game ends without the flag "
+                               "(a lost life, the clock's end included; gym-super-mario-bros' own -25 is clipped with "
+                               "the frame to -15) (the game's units, before --reward-scale; 50: the published R2D2 and "
+                               "PPO Mario agents'); the log keeps the game's return; 0 adds nothing", 0.0)
     sticky_actions: float = doc("probability that an emulator frame repeats the previous action instead of the "
                                 "agent's (repeat_action_probability); -1 keeps the env id's default (ALE v5: "
                                 "0.25, Mario: 0)", -1.0)

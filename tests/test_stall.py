@@ -141,8 +141,8 @@ def test_the_stalled_step_is_a_terminal_target_in_the_replay():
 class ScriptedReward(ScriptedX):
     """ScriptedX whose every step pays ``reward`` (the game's units)."""
 
-    def __init__(self, xs, reward):
-        super().__init__(xs)
+    def __init__(self, xs, reward, ends=()):
+        super().__init__(xs, ends)
         self.reward = reward
 
     def step(self, actions):
@@ -168,8 +168,8 @@ def test_the_stall_penalty_is_learned_at_the_stall_only_and_the_log_keeps_the_ra
 class ScriptedFlag(ScriptedReward):
     """ScriptedReward whose info reports the flag at the steps ``flags`` names."""
 
-    def __init__(self, xs, reward, flags):
-        super().__init__(xs, reward)
+    def __init__(self, xs, reward, flags, ends=()):
+        super().__init__(xs, reward, ends)
         self.flags = set(flags)
 
     def step(self, actions):
@@ -193,6 +193,25 @@ def test_the_flag_bonus_is_learned_once_at_the_flag_and_the_log_keeps_the_raw_re
     assert [round(float(plain.step(0.0)[1]["reward"][0]), 4) for _ in range(8)] == [0.1] * 8
 
 
+def test_the_death_penalty_is_learned_where_a_game_ends_without_the_flag_only():
+    """--death-penalty takes its value (the game's units, then --reward-scale) from the learned
+    reward of the step a game ends without the flag: not at the flag's end, not at a stall's cut,
+    and the log keeps the raw return."""
+    env = ScriptedFlag([40 + i for i in range(7)], 1.0, flags=[6], ends=[2, 6])  # a death at 2, the flag at 6
+    rollout = Rollout(env, ZeroQ(), 4, False, seed=0, reward_scale=0.1,
+                      game=MARIO.tracker(1, EnvOptions(death_penalty=50.0)))
+    steps = [rollout.step(0.0)[1] for _ in range(8)]  # step 3 is the reset's record
+    ended = [i for i, f in enumerate(steps) if int(f["flags"][0]) & TERM]
+    assert ended == [2, 7] and steps[7]["flag_get"][0]
+    assert [round(float(steps[i]["reward"][0]), 4) for i in (0, 1, 2, 4, 5, 6, 7)] == [0.1, 0.1, -4.9] + [0.1] * 4
+    assert float(steps[2]["ep_return"][0]) == 3.0  # raw: no penalty in it
+    # a stall's cut is a learning episode's end, not the game's: no death penalty there
+    stalled = Rollout(ScriptedReward([41] * 6, 1.0), ZeroQ(), 4, False, seed=0, reward_scale=0.1,
+                      game=MARIO.tracker(1, EnvOptions(stall_steps=3, death_penalty=50.0)))
+    rewards = [round(float(stalled.step(0.0)[1]["reward"][0]), 4) for _ in range(6)]
+    assert rewards == [0.1] * 6
+
+
 def test_stall_steps_is_refused_where_there_is_no_x_and_below_zero():
     hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
     with pytest.raises(ConfigError, match="--stall-steps.*no x position"):
@@ -209,6 +228,11 @@ def test_stall_steps_is_refused_where_there_is_no_x_and_below_zero():
     with pytest.raises(ConfigError, match="--flag-bonus -1.0: .*must be 0 or more"):
         validate(Config.of(env="SuperMarioBros-1-1-v0", flag_bonus=-1.0), hw)
     validate(Config.of(env="SuperMarioBros-1-1-v0", flag_bonus=50.0), hw)
+    with pytest.raises(ConfigError, match="--death-penalty 50.0: ALE/Pong-v5 is not Mario"):
+        validate(Config.of(env="ALE/Pong-v5", death_penalty=50.0), hw)
+    with pytest.raises(ConfigError, match="--death-penalty -1.0: .*must be 0 or more"):
+        validate(Config.of(env="SuperMarioBros-1-1-v0", death_penalty=-1.0), hw)
+    validate(Config.of(env="SuperMarioBros-1-1-v0", death_penalty=50.0), hw)
 
 
 def test_mario_pressing_nothing_stalls_on_the_emulator_and_plays_on():

@@ -157,13 +157,15 @@ class PositionTracker(GameTracker):
     EpisodicLife, and ``stall_penalty`` (the game's units) is taken from that step's learned
     reward (``stand_still_step``: from the furthest x, and afresh out of a pipe; an env that reports
     no x never stalls); ``flag_bonus`` (the game's units) is added to the learned reward of the
-    step that reaches the flag."""
+    step that reaches the flag, and ``death_penalty`` taken from that of the step a game ends
+    without it."""
 
     def __init__(self, family: GameFamily, num_envs: int, stall_steps: int = 0, stall_penalty: float = 0.0,
-                 flag_bonus: float = 0.0):
+                 flag_bonus: float = 0.0, death_penalty: float = 0.0):
         super().__init__(family)
         M = num_envs
         self.stall_steps, self.stall_penalty, self.flag_bonus = stall_steps, stall_penalty, flag_bonus
+        self.death_penalty = death_penalty
         self.last_x = np.full(M, np.nan, np.float32)
         self.got_flag = np.zeros(M, bool)
         self.furthest = np.full(M, -np.inf, np.float32)  # furthest x of each env's learning episode
@@ -185,6 +187,8 @@ class PositionTracker(GameTracker):
         if self.flag_bonus:  # learned only, as the stall penalty is; the log keeps the game's return
             learned = learned + self.flag_bonus * reached
         self.got_flag |= reached
+        if self.death_penalty:  # the game's own end (a stall is not one), without the flag
+            learned = learned - self.death_penalty * (terminated & ~self.got_flag)
         return stalled, learned
 
     def record(self, fields):
@@ -218,7 +222,8 @@ class PositionFamily(GameFamily):
     def tracker(self, num_envs, opts=None):
         if opts is None:
             return PositionTracker(self, num_envs)
-        return PositionTracker(self, num_envs, opts.stall_steps, opts.stall_penalty, opts.flag_bonus)
+        return PositionTracker(self, num_envs, opts.stall_steps, opts.stall_penalty, opts.flag_bonus,
+                               opts.death_penalty)
 
     def game_stats(self, fields, i):
         x = float(fields["x_pos"][i])

@@ -125,6 +125,12 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("flag_bonus", "is added to the reward where Mario reaches the flag, so it must be 0 or more (50: R2D2's)")
     if opts.flag_bonus and not is_mario(cfg.env):
         bad("flag_bonus", f"{cfg.env} reports no flag; only Mario does. Leave it 0")
+    if opts.death_penalty < 0:
+        bad("death_penalty", "is taken from the reward where a Mario game ends without the flag, so it must be 0 or "
+                             "more (50: R2D2's)")
+    if opts.death_penalty and not is_mario(cfg.env):
+        bad("death_penalty", f"{cfg.env} is not Mario; Atari's lost lives are learned as ends (--episodic-life). "
+                             "Leave it 0")
     if run.time_limit < 0:
         bad("time_limit", "must be 0 (no limit) or a number of minutes")
     if run.capture_video and not run.eval_interval:
