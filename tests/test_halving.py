@@ -107,12 +107,12 @@ def test_a_recipe_with_an_unknown_option_is_refused_before_any_run(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-def _two_rungs(tmp_path, recipes: str, minutes: float):
+def _two_rungs(tmp_path, recipes: str, minutes: float, eta: int = 2):
     """``--time-to-score --quick --halving`` over ``recipes`` (TOML), two rungs: (output, JSON)."""
     path = tmp_path / "recipes.toml"
     path.write_text(recipes)
     out = subprocess.run([sys.executable, "benchmark_performance.py", "--time-to-score", "--quick", "--halving",
-                          str(path), "--minutes", str(minutes), "--rungs", "2", "--target", "5",
+                          str(path), "--minutes", str(minutes), "--rungs", "2", "--eta", str(eta), "--target", "5",
                           "--runs-dir", str(tmp_path / "runs"), "--json", str(tmp_path / "h.json")],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
@@ -123,9 +123,12 @@ def _two_rungs(tmp_path, recipes: str, minutes: float):
 def test_two_rungs_resume_only_the_better_recipe(tmp_path):
     """Two recipes train a first rung; the better one goes on, resumed from its own run (its
     agent steps and games continue), and the other is not run again."""
-    out, res = _two_rungs(tmp_path, '[lr3]\nargs = ["--lr", "1e-3"]\n[lr4]\nargs = ["--lr", "1e-4"]\n', 0.25)
+    # eta 4: the second rung's limit is 1 min from the run's start, 45 s beyond the first's, as the
+    # limits count set-up (a slow CPU needs ~10 s of it, a loaded one more: at eta 2 a resume
+    # beside a training run spent its 15 s setting up and trained no step)
+    out, res = _two_rungs(tmp_path, '[lr3]\nargs = ["--lr", "1e-3"]\n[lr4]\nargs = ["--lr", "1e-4"]\n', 0.25, eta=4)
     first, second = res["rungs"]
-    assert (first["minutes"], second["minutes"]) == (0.25, 0.5)  # the limits count set-up: a slow CPU needs ~10 s of it
+    assert (first["minutes"], second["minutes"]) == (0.25, 1.0)
     assert len(first["standings"]) == 2 and len(first["kept"]) == 1
     kept = first["kept"][0]
     assert [s["recipe"] for s in second["standings"]] == [kept] and res["winner"] == kept
