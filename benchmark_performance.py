@@ -184,7 +184,14 @@ def run_benchmarks(argv=None) -> int:
     ap.add_argument("--results", action="store_true",
                     help="instead: write docs/results.md and the README's results table from the run data under "
                          "docs/data (only runs whose recipe is today's defaults)")
+    ap.add_argument("--compare", nargs="+", metavar="SUITE_DIR",
+                    help="instead: Mario suite folders of one stage (one recipe each, e.g. runs/suite-mario-1-2 "
+                         "runs/suite-mario-1-2_stall-steps_10) side by side at equal agent steps: each evaluation's "
+                         "flags and stand-stills, then the first greedy flag, the best confirmation and the "
+                         "stand-stills up to the agent steps all reached (--json: also as JSON); runs may be training")
     args, train_args = ap.parse_known_args(argv)
+    if args.compare:
+        return main_compare(args, train_args, ap)
     if args.results:
         from bench.results import write_results
 
@@ -308,6 +315,24 @@ def run_benchmarks(argv=None) -> int:
     result["machine"]["load_avg_at_end"] = os.getloadavg()
     print(f"\nLoad average at end: {result['machine']['load_avg_at_end']} (other load on the machine skews every figure)")
     save_json(result, args.json)
+    return 0
+
+
+def main_compare(args, train_args: list[str], ap) -> int:
+    """--compare DIR DIR ...: the folders' runs side by side at equal agent steps; trains nothing."""
+    from bench.suite_compare import compare_markdown, compare_suites
+    from config_optimized import ConfigError
+
+    if train_args or args.suite or args.time_to_score or args.results:
+        ap.error("--compare reads finished or training suite folders and trains nothing; drop "
+                 + " ".join(train_args or ["--suite" if args.suite else "--time-to-score" if args.time_to_score
+                                           else "--results"]))
+    try:
+        cmp = compare_suites(args.compare)
+    except ConfigError as e:
+        ap.error(str(e))
+    print(compare_markdown(cmp))
+    save_json(cmp, args.json)
     return 0
 
 

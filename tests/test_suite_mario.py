@@ -341,3 +341,72 @@ def test_a_run_kept_stopped_short_without_its_checkpoint_reports_how_far_it_got(
     assert one["first_flag_agent_steps"] == 20_000 and one["first_flag_minutes"] == pytest.approx(2.0)
     md = M.mario_markdown(M.mario_report(tmp_path))
     assert "| 30,000 (3.0) * |" in md and "seed 1 at 20,000 agent steps (2 min)" in md
+
+
+def _suite(path: Path, train_args: list[str], env: str = STAGE) -> Path:
+    R.claim_suite_dir(path, {"suite": "mario", "env": env, "steps": 2_000_000, "minutes": None,
+                             "train_args": train_args}, R.resolved_recipe(env, train_args))
+    return path
+
+
+def test_compare_puts_recipes_side_by_side_at_equal_agent_steps(tmp_path, capsys):
+    """One change judged as the notebook judges it: each evaluation beside the other recipe's
+    nearest the same mark (a resumed run's 457,425 beside 450,000), then the figures up to the
+    agent steps both reached, where the longer run's later evaluations count for nothing."""
+    from bench.suite_compare import compare_markdown, compare_suites
+    import benchmark_performance
+
+    a = _suite(tmp_path / "suite-mario", [])
+    b = _suite(tmp_path / "suite-mario_stall", ["--stall-steps", "10", "--stall-penalty", "25"])
+    run_a = _seed(a, 1, [True] * 10, steps=500_000)
+    run_b = _seed(b, 1, [True] * 10, steps=200_000)
+    _seed(a, 2, [True] * 10)  # a seed only A trained: not compared
+    (run_a / "evals.jsonl").write_text(_eval_row(50_000, "screen", 0, 0, stood=4)
+                                       + _eval_row(100_000, "screen", 2, 1, stood=1)
+                                       + _eval_row(100_000, "confirm", 5, 2, 20, stood=6)
+                                       + _eval_row(457_425, "screen", 3, 2, stood=2))
+    (run_b / "evals.jsonl").write_text(_eval_row(50_000, "screen", 0, 0, stood=0)
+                                       + _eval_row(100_000, "screen", 1, 0, stood=0)
+                                       + _eval_row(150_000, "screen", 4, 3, stood=0)
+                                       + _eval_row(150_000, "confirm", 12, 9, 20, stood=1))
+    cmp = compare_suites([a, b])
+    assert list(cmp["seeds"]) == ["1"] and cmp["seeds"]["1"]["common_agent_steps"] == 200_000
+    assert cmp["recipes"][str(b)] == "--stall-steps 10 --stall-penalty 25.0"
+    md = compare_markdown(cmp)
+    assert f"- A: {a} (the preset as it is)" in md
+    assert "| 100,000 | 2/10 (1 stood), 1/10 | 5/20 (6 stood), 2/20 | 1/10, 0/10 | - |" in md
+    assert "| 450,000 | 3/10 (2 stood), 2/10 | - | - | - |" in md
+    assert "Up to 200,000 agent steps" in md
+    # A's 457k screening lies past the 200k both reached: its 2 stand-stills are not in A's figures
+    assert "| A | 100,000 | 5/20, 2/20 at 100,000 | 11 of 40 (33 missed the flag) |" in md
+    assert "| B | 100,000 | 12/20, 9/20 at 150,000 | 1 of 50 (33 missed the flag) |" in md
+    assert benchmark_performance.main(["--compare", str(a), str(b), "--json", str(tmp_path / "c.json")]) == 0
+    assert "| B | 100,000 |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "c.json").read_text())["seeds"]["1"]["upto"][str(b)]["greedy_stood"] == 1
+
+
+def test_compare_refuses_folders_it_cannot_judge_side_by_side(tmp_path, capsys):
+    import benchmark_performance
+    from bench.suite_compare import compare_suites
+
+    a = _suite(tmp_path / "a", [])
+    _seed(a, 1, [True] * 10)
+    other = _suite(tmp_path / "b", [], env="SuperMarioBros-1-2-v0")
+    _seed(other, 1, [True] * 10, env="SuperMarioBros-1-2-v0")
+    lonely = _suite(tmp_path / "c", ["--gamma", "0.95"])
+    _seed(lonely, 2, [True] * 10)
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(ConfigError, match="one stage, and these folders trained SuperMarioBros-1-1-v0, SuperMarioBros-1-2-v0"):
+        compare_suites([a, other])
+    with pytest.raises(ConfigError, match="share no trained seed: .*a: 1; .*c: 2"):
+        compare_suites([a, lonely])
+    with pytest.raises(ConfigError, match="plain has no suite.json: not a suite folder"):
+        compare_suites([a, tmp_path / "plain"])
+    with pytest.raises(ConfigError, match="two or more Mario suite folders, got 1"):
+        compare_suites([a])
+    with pytest.raises(SystemExit) as e:
+        benchmark_performance.main(["--compare", str(a), str(lonely)])
+    assert e.value.code == 2 and "share no trained seed" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        benchmark_performance.main(["--compare", str(a), str(a), "--gamma", "0.95"])
+    assert "trains nothing; drop --gamma 0.95" in capsys.readouterr().err

@@ -1,0 +1,124 @@
+"""``--compare DIR DIR ...``: Mario suite folders of one stage, each a recipe, side by side at equal
+agent steps, the way one change is judged (docs/notebook.md): per periodic evaluation, the flags
+greedy and at epsilon 0.05 and the greedy games that stood still until cut, of the screening and of
+the confirmation a new best started; then, up to the agent steps every run reached, each run's
+first greedy flag, its best confirmation, and its greedy evaluation games that stood still.
+
+Evaluations fall near, not on, their interval after a resume (457,425 where 450,000 was due), so a
+row takes each run's evaluation nearest its multiple of the interval. Only seeds every folder
+trained are compared; the figures come from the runs' own records (``bench.suite_mario.flag_curve``),
+so a folder can be compared while its run trains."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from config_optimized import ConfigError
+
+DEFAULT_INTERVAL = 50_000  # the preset's eval_interval: where a folder's recipe does not say
+
+
+def compare_suites(suite_dirs: list[str | Path]) -> dict:
+    """Each folder's report (``bench.suite_mario.mario_report``), checked to be one stage, and the
+    seeds they share, aligned by evaluation. Raises ConfigError naming a folder that is not a
+    Mario suite's, folders of different stages, or folders that share no seed."""
+    from .suite_mario import mario_report
+    from .suite_runs import SUITE_FILE
+
+    if len(suite_dirs) < 2:
+        raise ConfigError(f"--compare takes two or more Mario suite folders, got {len(suite_dirs)}: "
+                          f"give each recipe's folder, e.g. --compare runs/suite-mario-1-2 "
+                          f"runs/suite-mario-1-2_stall-steps_10_stall-penalty_25")
+    reps = {}
+    for d in map(Path, suite_dirs):
+        if not (d / SUITE_FILE).is_file():
+            raise ConfigError(f"{d} has no {SUITE_FILE}: not a suite folder; give the folders "
+                              f"`benchmark_performance.py --suite mario` trains in (runs/suite-mario-...)")
+        rep = mario_report(d)
+        if rep["options"].get("suite") != "mario":
+            raise ConfigError(f"{d} is a {rep['options'].get('suite')} suite's folder; --compare compares Mario stages")
+        reps[str(d)] = rep
+    stages = {rep["env"] for rep in reps.values()}
+    if len(stages) > 1:
+        raise ConfigError(f"--compare judges recipes on one stage, and these folders trained "
+                          f"{', '.join(sorted(stages))}: give the folders of one stage")
+    seeds = sorted(set.intersection(*(set(rep["seeds"]) for rep in reps.values())), key=int)
+    if not seeds:
+        raise ConfigError("the folders share no trained seed: " + "; ".join(
+            f"{d}: {', '.join(rep['seeds']) or 'none'}" for d, rep in reps.items()))
+    interval = next((rep["recipe"] or {}).get("eval_interval") for rep in reps.values()) or DEFAULT_INTERVAL
+    return {"env": stages.pop(), "interval": interval, "seeds": {
+        seed: compare_seed({d: rep["seeds"][seed] for d, rep in reps.items()}, interval) for seed in seeds},
+        "recipes": {d: rep["recipe_text"] for d, rep in reps.items()}}
+
+
+def compare_seed(runs: dict[str, dict], interval: int) -> dict:
+    """One seed's runs (``seed_report``s by folder): their evaluations by the multiple of
+    ``interval`` each lies nearest, and each run's figures up to the agent steps all reached."""
+    common = min(run["agent_steps"] for run in runs.values())
+    rows: dict[int, dict[str, dict]] = {}
+    for d, run in runs.items():
+        for point in run["curve"]:
+            at = round(point["agent_steps"] / interval) * interval
+            rows.setdefault(at, {}).setdefault(d, point)  # a second evaluation near one mark: the first stands
+    return {"common_agent_steps": common, "rows": dict(sorted(rows.items())),
+            "upto": {d: upto(run["curve"], common) for d, run in runs.items()}}
+
+
+def upto(curve: list[dict], agent_steps: int) -> dict:
+    """A run's evaluations up to ``agent_steps``: its first greedy flag, its best confirmation
+    (greedy flags, then those at epsilon) and where it was, and its greedy games that stood
+    still until cut, of its greedy games and of those that missed the flag."""
+    points = [p for p in curve if p["agent_steps"] <= agent_steps]
+    ways = [f for p in points for f in (p["screen"], p["confirm"]) if f is not None]
+    first = next((p["agent_steps"] for p in points
+                  if p["screen"]["greedy"] or (p["confirm"] or {}).get("greedy")), None)
+    confirmed = [(p["confirm"]["greedy"] / p["confirm"]["greedy_games"], p["confirm"]["noisy"] / p["confirm"]["games"],
+                  p) for p in points if p["confirm"] and p["confirm"]["greedy_games"]]
+    best = max(confirmed, key=lambda c: c[:2], default=None)
+    recorded = all(f.get("greedy_stood") is not None for f in ways)
+    return {"first_greedy_flag": first,
+            "best_confirmation": None if best is None else {"agent_steps": best[2]["agent_steps"], **best[2]["confirm"]},
+            "greedy_games": sum(f["greedy_games"] for f in ways),
+            "greedy_flags": sum(f["greedy"] for f in ways),
+            "greedy_stood": sum(f["greedy_stood"] for f in ways) if recorded else None}
+
+
+def _cell(f: dict | None) -> str:
+    if f is None:
+        return "-"
+    stood = f" ({f['greedy_stood']} stood)" if f.get("greedy_stood") else ""
+    return f"{f['greedy']}/{f['greedy_games']}{stood}, {f['noisy']}/{f['games']}"
+
+
+def compare_markdown(cmp: dict) -> str:
+    """The comparison as Markdown: the recipes by letter, then per seed a row per evaluation and
+    the figures up to the agent steps every run reached."""
+    names = list(cmp["recipes"])
+    letter = {d: chr(ord("A") + i) for i, d in enumerate(names)}
+    lines = [f"{cmp['env']}, recipes side by side at equal agent steps:", ""]
+    lines += [f"- {letter[d]}: {d} ({cmp['recipes'][d]})" for d in names]
+    for seed, s in cmp["seeds"].items():
+        lines += ["", f"Seed {seed}: flags greedy (greedy games that stood still until cut), at epsilon 0.05; "
+                      f"each evaluation at its nearest {cmp['interval']:,} agent steps.", "",
+                  "| agent steps | " + " | ".join(f"{letter[d]} screening | {letter[d]} confirmation" for d in names) + " |",
+                  "|---|" + "---|---|" * len(names)]
+        for at, cells in s["rows"].items():
+            row = []
+            for d in names:
+                p = cells.get(d)
+                row += [_cell(p and p["screen"]), _cell(p and p["confirm"])]
+            lines.append(f"| {at:,} | " + " | ".join(row) + " |")
+        common = s["common_agent_steps"]
+        lines += ["", f"Up to {common:,} agent steps (the fewest any of them reached):", "",
+                  "| recipe | first greedy flag | best confirmation (greedy, at 0.05) | greedy games that stood still |",
+                  "|---|---|---|---|"]
+        for d in names:
+            u = s["upto"][d]
+            b = u["best_confirmation"]
+            best = "-" if b is None else (f"{b['greedy']}/{b['greedy_games']}, {b['noisy']}/{b['games']} "
+                                          f"at {b['agent_steps']:,}")
+            stood = "not recorded" if u["greedy_stood"] is None else (
+                f"{u['greedy_stood']} of {u['greedy_games']} ({u['greedy_games'] - u['greedy_flags']} missed the flag)")
+            first = "-" if u["first_greedy_flag"] is None else f"{u['first_greedy_flag']:,}"
+            lines.append(f"| {letter[d]} | {first} | {best} | {stood} |")
+    return "\n".join(lines)
