@@ -57,7 +57,12 @@ class EnvOptions:
     stall_steps: int = doc("Mario: a learning episode ends (as a lost life does in Atari: the game goes on) once Mario has "
                            "not passed his furthest x for this many agent steps, so a state he stands in pressing into "
                            "a wall learns the value of going nowhere; 0 never; games played and judged are not cut", 0)
-    stall_penalty: float = doc("Mario with --stall-steps: subtracted from the reward of the step a stall ends, in the "
+    stall_end: int = doc("Mario: a training game ends (the env starts a new one; its last step is learned as an end) "
+                         "once Mario has not passed his furthest x for this many agent steps, so a game stuck where "
+                         "the actions cannot get him on (a ledge under the ceiling, the top of a pipe) does not fill "
+                         "the replay with standing until the clock runs out; 0 never; games played and judged are "
+                         "not cut", 0)
+    stall_penalty: float = doc("Mario with --stall-steps or --stall-end: subtracted from the reward of the step a stall ends, in the "
                                "game's units before --reward-scale (25: what gym-super-mario-bros takes for a lost life, "
                                "before nes-py clips each frame to [-15, 15]), so standing "
                                "still is learned as a death rather than as a quiet end; 0 adds nothing", 0.0)

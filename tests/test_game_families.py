@@ -124,7 +124,7 @@ class LapTracker:
 
     def step(self, st, live, terminated, learned):
         self.laps += (live & st.extras["lap"]).astype(np.int16)
-        return None, learned
+        return None, None, learned
 
     def record(self, fields):
         fields["laps"] = self.laps.copy()

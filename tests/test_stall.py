@@ -32,6 +32,9 @@ class ScriptedX:
     def reset(self, seed=None):
         return np.zeros((1, 84, 84), np.uint8)
 
+    def end_games(self, mask):  # BatchedEnv's: the next step is a reset
+        self.done = self.done or bool(mask[0])
+
     def step(self, actions):
         reset = self.done
         x = np.float32(np.nan if reset else self.xs[self.t])
@@ -58,13 +61,14 @@ class NoopSimple(torch.nn.Module):
         return q
 
 
-def rules(stall_steps: int, stall_penalty: float = 0.0, num_envs: int = 1):
-    """Mario's family's state over the envs, with the run's stall rule."""
-    return MARIO.tracker(num_envs, EnvOptions(stall_steps=stall_steps, stall_penalty=stall_penalty))
+def rules(stall_steps: int, stall_penalty: float = 0.0, num_envs: int = 1, stall_end: int = 0):
+    """Mario's family's state over the envs, with the run's stall rules."""
+    return MARIO.tracker(num_envs, EnvOptions(stall_steps=stall_steps, stall_penalty=stall_penalty,
+                                              stall_end=stall_end))
 
 
-def flags_of(xs, stall_steps, ends=()):
-    rollout = Rollout(ScriptedX(xs, ends), ZeroQ(), 4, False, seed=0, game=rules(stall_steps))
+def flags_of(xs, stall_steps, ends=(), stall_end=0):
+    rollout = Rollout(ScriptedX(xs, ends), ZeroQ(), 4, False, seed=0, game=rules(stall_steps, stall_end=stall_end))
     out = []
     for _ in range(len(xs) + len(ends)):
         _, fields, _, _ = rollout.step(0.0)
@@ -270,3 +274,65 @@ def test_a_collector_counts_its_stalls_in_its_block_for_the_epoch_line():
     finally:
         collector.close()
     assert block.cuts == 2 and block.played == 16  # TERM at steps 5 and 11, as on the bare rollout
+
+
+def test_stall_end_ends_the_game_and_counts_over_the_learning_episodes_a_stall_cut():
+    """--stall-end: once Mario has not passed his game's furthest x for N agent steps the game is
+    over (TERM, then the env's reset record), where --stall-steps only cuts the learning episode;
+    its count is the game's, which those cuts do not start over."""
+    xs = [40, 41, 42] + [42] * 12
+    flags, rollout = flags_of(xs, stall_steps=0, stall_end=4)
+    # the game's furthest x is 42 from step 2; still 4 steps at step 6: TERM, step 7 the reset's record
+    assert term_steps(flags)[0] == 6 and flags[7] & LAST and flags[7] & EP_END
+    assert not any(f & LAST for f in flags[:7])
+    # the new game (the script's x goes on at 42) stands again: its count starts with it
+    assert term_steps(flags)[1] == 12 and flags[13] & LAST
+    # beside --stall-steps 2: learning episodes cut at steps 4 and 7 (each starting its own count),
+    # the game still ends 6 steps after its furthest x, at step 8
+    flags, rollout = flags_of(xs, stall_steps=2, stall_end=6)
+    assert term_steps(flags)[:3] == [4, 7, 8] and flags[9] & LAST and not any(f & LAST for f in flags[:9])
+    assert rollout.game.cuts >= 3
+
+
+def test_stall_end_is_refused_where_there_is_no_x_and_below_zero():
+    hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
+    with pytest.raises(ConfigError, match="--stall-end.*no x position"):
+        validate(Config.of(env="ALE/Pong-v5", stall_end=100), hw)
+    with pytest.raises(ConfigError, match="--stall-end -1: must be 0"):
+        validate(Config.of(env="SuperMarioBros-1-1-v0", stall_end=-1), hw)
+    validate(Config.of(env="SuperMarioBros-1-1-v0", stall_end=100, stall_penalty=25.0), hw)  # the penalty applies there
+
+
+def test_mario_pressing_nothing_is_restarted_by_stall_end_on_the_emulator():
+    """The real env, native and Python: Mario stands at his start; --stall-end 5 ends the game 5
+    agent steps after his furthest x, the env starts a new one at its next step, and the game's
+    record says how long it lasted."""
+    from wrappers import BatchedEnv
+
+    for native in (True, False):
+        env = BatchedEnv("SuperMarioBros-1-1-v0", EnvOptions(mario_actions="simple", noop_max=0), 1, native=native)
+        try:
+            rollout = Rollout(env, NoopSimple(), 4, False, seed=0, game=env.family.tracker(1, EnvOptions(stall_end=5)))
+            frames, steps = zip(*(rollout.step(0.0)[:2] for _ in range(14)))
+        finally:
+            env.close()
+        # the emulator started over: the new game's first frame is the first game's (the clock at
+        # 400 again, where the old game's had ticked), not the old game's next
+        assert np.array_equal(frames[7], frames[0]) and not np.array_equal(frames[7], frames[6]), native
+        flags = [int(f["flags"][0]) for f in steps]
+        # x 40 from the first step, still 5 steps: TERM at step 5; step 6 is the reset's record (the
+        # game of 6 agent steps ends there); the new game's first step is 7, its stall 12, its reset 13
+        assert term_steps(flags) == [5, 12], (native, flags)
+        assert [i for i, f in enumerate(flags) if f & LAST] == [6, 13], (native, flags)
+        assert int(steps[6]["ep_len"][0]) == 6 and float(steps[6]["x_pos"][0]) == 40.0
+
+
+def test_only_envs_that_can_restart_a_game_early_are_asked_to():
+    from wrappers import BatchedEnv
+
+    env = BatchedEnv("ALE/Pong-v5", EnvOptions(), 1)
+    try:
+        with pytest.raises(NotImplementedError, match="cannot end a game early"):
+            env.end_games(np.ones(1, bool))
+    finally:
+        env.close()

@@ -165,6 +165,23 @@ class BatchedEnv:
         frames = self._marked(obs.reshape(self.num_envs, *obs.shape[-2:]), actions, reset)
         return BatchStep(frames, np.asarray(rew, np.float32), term, trunc, reset, self.read_info(info))
 
+    def end_games(self, mask: np.ndarray) -> None:
+        """End the games of the envs in ``mask`` after this step, as if each had ended by itself: their
+        next step is a fresh reset (its action ignored, ``BatchStep.reset``), as NEXT_STEP autoreset
+        does after a game's own end. For a rule of the game family's (Mario's ``--stall-end``); the
+        ALE's vector env restarts a game only by its own end, so Atari has none."""
+        if not self.grouped:
+            raise NotImplementedError("ale-py's vector env cannot end a game early; no Atari rule asks it to")
+        mask = np.asarray(mask, bool)
+        for g, grp in enumerate(self.groups):
+            part = mask[self.starts[g]:self.starts[g + 1]]
+            if part.any():
+                # each kind's own NEXT_STEP mark: MarioVectorEnv's ``done``, gymnasium's SyncVectorEnv's
+                # ``_autoreset_envs`` (gymnasium 1.x: what its step reads to reset an env instead of stepping it)
+                done = grp.done if isinstance(grp, MarioVectorEnv) else grp._autoreset_envs
+                done[part] = True
+        self._prev_done |= mask
+
     def render_first(self) -> np.ndarray:
         """The first env's screen (RGB), where the envs were made with a render_mode."""
         return self.env.envs[0].render()

@@ -54,8 +54,9 @@ class GameTracker:
         """After the env step ``st`` (a ``BatchStep``), before its records are made: the family's
         per-env state follows the live envs (``live``: not a reset; ``terminated``: the env's
         own learning-episode ends). Returns (the envs whose learning episode the family's rule
-        ends here, or None; the learned reward, in the game's units)."""
-        return None, learned
+        ends here, or None; those of them whose game it ends too, which the env is to restart,
+        or None; the learned reward, in the game's units)."""
+        return None, None, learned
 
     def record(self, fields: dict) -> None:
         """Adds the family's ``fields`` to this step's records (copies: the caller keeps them)."""
@@ -151,34 +152,45 @@ def stand_still_step(x, last_x, furthest, still):
 
 
 class PositionTracker(GameTracker):
-    """The x position each env's game reached and whether it got the flag, and the stall rule:
+    """The x position each env's game reached and whether it got the flag, and the stall rules:
     once an env's x has not passed its learning episode's furthest for ``stall_steps`` agent
     steps, that learning episode ends (TERM, the game goes on), as a lost life does with
-    EpisodicLife, and ``stall_penalty`` (the game's units) is taken from that step's learned
-    reward (``stand_still_step``: from the furthest x, and afresh out of a pipe; an env that reports
-    no x never stalls); ``flag_bonus`` (the game's units) is added to the learned reward of the
-    step that reaches the flag, and ``death_penalty`` taken from that of the step a game ends
-    without it."""
+    EpisodicLife; once it has not passed its game's furthest for ``stall_end`` agent steps, the
+    game ends too (TERM, and the env is told to start a new one); ``stall_penalty`` (the game's
+    units) is taken from the learned reward of either stall's step (``stand_still_step``: from the
+    furthest x, and afresh out of a pipe; an env that reports no x never stalls); ``flag_bonus``
+    (the game's units) is added to the learned reward of the step that reaches the flag, and
+    ``death_penalty`` taken from that of the step a game ends without it (a stall's end is the
+    rule's, not the game's own)."""
 
     def __init__(self, family: GameFamily, num_envs: int, stall_steps: int = 0, stall_penalty: float = 0.0,
-                 flag_bonus: float = 0.0, death_penalty: float = 0.0):
+                 flag_bonus: float = 0.0, death_penalty: float = 0.0, stall_end: int = 0):
         super().__init__(family)
         M = num_envs
         self.stall_steps, self.stall_penalty, self.flag_bonus = stall_steps, stall_penalty, flag_bonus
-        self.death_penalty = death_penalty
+        self.death_penalty, self.stall_end = death_penalty, stall_end
         self.last_x = np.full(M, np.nan, np.float32)
         self.got_flag = np.zeros(M, bool)
         self.furthest = np.full(M, -np.inf, np.float32)  # furthest x of each env's learning episode
         self.still = np.zeros(M, np.int32)  # agent steps since it last grew
+        # the same of each env's game, which a stall's cut of the learning episode does not start over
+        self.game_furthest = np.full(M, -np.inf, np.float32)
+        self.game_still = np.zeros(M, np.int32)
 
     def step(self, st, live, terminated, learned):
         x = st.extras["x_pos"]
         has_x = live & ~np.isnan(x)
-        stalled = None
+        seen = np.where(live, x, np.nan)
+        stalled = ended = None
         if self.stall_steps:
-            self.furthest, self.still = stand_still_step(np.where(live, x, np.nan), self.last_x, self.furthest,
-                                                         self.still)
+            self.furthest, self.still = stand_still_step(seen, self.last_x, self.furthest, self.still)
             stalled = live & ~terminated & (self.still >= self.stall_steps)
+        if self.stall_end:
+            self.game_furthest, self.game_still = stand_still_step(seen, self.last_x, self.game_furthest,
+                                                                   self.game_still)
+            ended = live & ~terminated & (self.game_still >= self.stall_end)
+            stalled = ended if stalled is None else stalled | ended
+        if stalled is not None:
             self.cuts += int(stalled.sum())
             if self.stall_penalty:  # learned only, as the stall's TERM is; the log keeps the game's return
                 learned = learned - self.stall_penalty * stalled
@@ -189,7 +201,7 @@ class PositionTracker(GameTracker):
         self.got_flag |= reached
         if self.death_penalty:  # the game's own end (a stall is not one), without the flag
             learned = learned - self.death_penalty * (terminated & ~self.got_flag)
-        return stalled, learned
+        return stalled, ended, learned
 
     def record(self, fields):
         fields["x_pos"] = self.last_x.copy()
@@ -197,6 +209,7 @@ class PositionTracker(GameTracker):
 
     def restart(self, restart, reset):
         self.furthest[restart], self.still[restart] = -np.inf, 0
+        self.game_furthest[reset], self.game_still[reset] = -np.inf, 0
         self.last_x[reset], self.got_flag[reset] = np.nan, False
 
 
@@ -223,7 +236,7 @@ class PositionFamily(GameFamily):
         if opts is None:
             return PositionTracker(self, num_envs)
         return PositionTracker(self, num_envs, opts.stall_steps, opts.stall_penalty, opts.flag_bonus,
-                               opts.death_penalty)
+                               opts.death_penalty, opts.stall_end)
 
     def game_stats(self, fields, i):
         x = float(fields["x_pos"][i])
@@ -250,7 +263,7 @@ class MarioFamily(PositionFamily):
     curves = (("distance_mean", "mean x distance, last 20 episodes"),)
 
     def rule_on(self, opts):
-        return bool(opts.stall_steps)
+        return bool(opts.stall_steps or opts.stall_end)
 
     def epoch_figure(self, means):
         return f"Distance: {_fmt(means['distance'], '.1f')}"

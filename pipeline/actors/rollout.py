@@ -106,12 +106,15 @@ class Rollout:
         flags[(self.first & live) | self.broken] |= FIRST
         self.broken[:] = False
         terminated = st.terminated & live
-        # The game family's step: its per-env state, and the learning episodes its rule ends
-        # (the game goes on, as it does after a lost life with EpisodicLife), with the learned
-        # reward in the game's units (the log keeps them raw).
-        cut, learned = self.game.step(st, live, terminated, st.rewards)
+        # The game family's step: its per-env state, the learning episodes its rules end (the
+        # game goes on, as it does after a lost life with EpisodicLife) and the games they end
+        # (the env restarts them at its next step, as it does its own), with the learned reward
+        # in the game's units (the log keeps them raw).
+        cut, ended, learned = self.game.step(st, live, terminated, st.rewards)
         if cut is not None:
             terminated |= cut
+        if ended is not None and ended.any():  # games the rule ends: each env's next step starts a new one
+            self.env.end_games(ended)
         flags[terminated] |= TERM
         flags[st.truncated & live] |= TRUNC
         flags[reset] |= LAST | EP_END

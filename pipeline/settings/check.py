@@ -116,11 +116,15 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("stall_steps", "must be 0 (never) or a number of agent steps")
     if opts.stall_steps and not is_mario(cfg.env):
         bad("stall_steps", f"{cfg.env} reports no x position to stand still at; only Mario does. Leave it 0")
+    if opts.stall_end < 0:
+        bad("stall_end", "must be 0 (never) or a number of agent steps")
+    if opts.stall_end and not is_mario(cfg.env):
+        bad("stall_end", f"{cfg.env} reports no x position to stand still at; only Mario does. Leave it 0")
     if opts.stall_penalty < 0:
         bad("stall_penalty", "is taken from the reward where a stall ends, so it must be 0 or more (25: a lost life)")
-    if opts.stall_penalty and not opts.stall_steps:
-        bad("stall_penalty", "applies where --stall-steps ends a learning episode, and --stall-steps is 0; add "
-                             "--stall-steps N (e.g. 10) or leave --stall-penalty 0")
+    if opts.stall_penalty and not (opts.stall_steps or opts.stall_end):
+        bad("stall_penalty", "applies where --stall-steps ends a learning episode or --stall-end a game, and both "
+                             "are 0; add --stall-steps N (e.g. 10) or leave --stall-penalty 0")
     if opts.flag_bonus < 0:
         bad("flag_bonus", "is added to the reward where Mario reaches the flag, so it must be 0 or more (50: R2D2's)")
     if opts.flag_bonus and not is_mario(cfg.env):
