@@ -75,6 +75,8 @@ def upto(curve: list[dict], agent_steps: int) -> dict:
     confirmed = [(p["confirm"]["greedy"] / p["confirm"]["greedy_games"], p["confirm"]["noisy"] / p["confirm"]["games"],
                   p) for p in points if p["confirm"] and p["confirm"]["greedy_games"]]
     best = max(confirmed, key=lambda c: c[:2], default=None)
+    if best is not None and not (best[0] or best[1]):  # no confirmation reached the flag: none is best
+        best = None
     recorded = all(f.get("greedy_stood") is not None for f in ways)
     return {"first_greedy_flag": first,
             "best_confirmation": None if best is None else {"agent_steps": best[2]["agent_steps"], **best[2]["confirm"]},
@@ -115,7 +117,7 @@ def compare_markdown(cmp: dict) -> str:
         for d in names:
             u = s["upto"][d]
             b = u["best_confirmation"]
-            best = "-" if b is None else (f"{b['greedy']}/{b['greedy_games']}, {b['noisy']}/{b['games']} "
+            best = "no flag" if b is None else (f"{b['greedy']}/{b['greedy_games']}, {b['noisy']}/{b['games']} "
                                           f"at {b['agent_steps']:,}")
             stood = "not recorded" if u["greedy_stood"] is None else (
                 f"{u['greedy_stood']} of {u['greedy_games']} ({u['greedy_games'] - u['greedy_flags']} missed the flag)")

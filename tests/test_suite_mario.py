@@ -353,7 +353,7 @@ def test_compare_puts_recipes_side_by_side_at_equal_agent_steps(tmp_path, capsys
     """One change judged as the notebook judges it: each evaluation beside the other recipe's
     nearest the same mark (a resumed run's 457,425 beside 450,000), then the figures up to the
     agent steps both reached, where the longer run's later evaluations count for nothing."""
-    from bench.suite_compare import compare_markdown, compare_suites
+    from bench.suite_compare import compare_markdown, compare_suites, upto
     import benchmark_performance
 
     a = _suite(tmp_path / "suite-mario", [])
@@ -383,6 +383,11 @@ def test_compare_puts_recipes_side_by_side_at_equal_agent_steps(tmp_path, capsys
     assert benchmark_performance.main(["--compare", str(a), str(b), "--json", str(tmp_path / "c.json")]) == 0
     assert "| B | 100,000 |" in capsys.readouterr().out
     assert json.loads((tmp_path / "c.json").read_text())["seeds"]["1"]["upto"][str(b)]["greedy_stood"] == 1
+    # a confirmation without a flag is no best confirmation, though it is the only one
+    (run_b / "evals.jsonl").write_text(_eval_row(50_000, "screen", 0, 0, stood=2)
+                                       + _eval_row(50_000, "confirm", 0, 0, 20, stood=5))
+    assert upto(M.flag_curve(run_b, []), 50_000) == {"first_greedy_flag": None, "best_confirmation": None,
+                                                     "greedy_games": 30, "greedy_flags": 0, "greedy_stood": 7}
 
 
 def test_compare_refuses_folders_it_cannot_judge_side_by_side(tmp_path, capsys):
