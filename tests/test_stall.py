@@ -216,12 +216,15 @@ def test_the_death_penalty_is_learned_where_a_game_ends_without_the_flag_only():
     assert rewards == [0.1] * 6
 
 
-def test_stall_steps_is_refused_where_there_is_no_x_and_below_zero():
+def test_the_stall_rules_are_refused_where_there_is_no_x_and_below_zero():
     hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
-    with pytest.raises(ConfigError, match="--stall-steps.*no x position"):
-        validate(Config.of(env="ALE/Pong-v5", stall_steps=20), hw)
-    with pytest.raises(ConfigError, match="--stall-steps -1"):
-        validate(Config.of(env="SuperMarioBros-1-1-v0", stall_steps=-1), hw)
+    for rule in ("stall_steps", "stall_end"):
+        flag = "--" + rule.replace("_", "-")
+        with pytest.raises(ConfigError, match=f"{flag} 20: .*no x position"):
+            validate(Config.of(env="ALE/Pong-v5", **{rule: 20}), hw)
+        with pytest.raises(ConfigError, match=f"{flag} -1: must be 0"):
+            validate(Config.of(env="SuperMarioBros-1-1-v0", **{rule: -1}), hw)
+    validate(Config.of(env="SuperMarioBros-1-1-v0", stall_end=100, stall_penalty=25.0), hw)  # the penalty applies there
     with pytest.raises(ConfigError, match="--stall-penalty 25.0: applies where --stall-steps ends.*add --stall-steps N"):
         validate(Config.of(env="SuperMarioBros-1-1-v0", stall_penalty=25.0), hw)
     with pytest.raises(ConfigError, match="--stall-penalty -1.0: .*must be 0 or more"):
@@ -292,15 +295,6 @@ def test_stall_end_ends_the_game_and_counts_over_the_learning_episodes_a_stall_c
     flags, rollout = flags_of(xs, stall_steps=2, stall_end=6)
     assert term_steps(flags)[:3] == [4, 7, 8] and flags[9] & LAST and not any(f & LAST for f in flags[:9])
     assert rollout.game.cuts >= 3
-
-
-def test_stall_end_is_refused_where_there_is_no_x_and_below_zero():
-    hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
-    with pytest.raises(ConfigError, match="--stall-end.*no x position"):
-        validate(Config.of(env="ALE/Pong-v5", stall_end=100), hw)
-    with pytest.raises(ConfigError, match="--stall-end -1: must be 0"):
-        validate(Config.of(env="SuperMarioBros-1-1-v0", stall_end=-1), hw)
-    validate(Config.of(env="SuperMarioBros-1-1-v0", stall_end=100, stall_penalty=25.0), hw)  # the penalty applies there
 
 
 def test_mario_pressing_nothing_is_restarted_by_stall_end_on_the_emulator():
