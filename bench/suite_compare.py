@@ -68,33 +68,28 @@ def upto(curve: list[dict], agent_steps: int) -> dict:
     """A run's evaluations up to ``agent_steps``: its first greedy flag, its best confirmation
     (greedy flags, then those at epsilon) and where it was, and its greedy games that stood
     still until cut, of its greedy games and of those that missed the flag."""
+    from .suite_mario import first_greedy_flag
+
     points = [p for p in curve if p["agent_steps"] <= agent_steps]
     ways = [f for p in points for f in (p["screen"], p["confirm"]) if f is not None]
-    first = next((p["agent_steps"] for p in points
-                  if p["screen"]["greedy"] or (p["confirm"] or {}).get("greedy")), None)
     confirmed = [(p["confirm"]["greedy"] / p["confirm"]["greedy_games"], p["confirm"]["noisy"] / p["confirm"]["games"],
                   p) for p in points if p["confirm"] and p["confirm"]["greedy_games"]]
     best = max(confirmed, key=lambda c: c[:2], default=None)
     if best is not None and not (best[0] or best[1]):  # no confirmation reached the flag: none is best
         best = None
     recorded = all(f.get("greedy_stood") is not None for f in ways)
-    return {"first_greedy_flag": first,
+    return {"first_greedy_flag": first_greedy_flag(points),
             "best_confirmation": None if best is None else {"agent_steps": best[2]["agent_steps"], **best[2]["confirm"]},
             "greedy_games": sum(f["greedy_games"] for f in ways),
             "greedy_flags": sum(f["greedy"] for f in ways),
             "greedy_stood": sum(f["greedy_stood"] for f in ways) if recorded else None}
 
 
-def _cell(f: dict | None) -> str:
-    if f is None:
-        return "-"
-    stood = f" ({f['greedy_stood']} stood)" if f.get("greedy_stood") else ""
-    return f"{f['greedy']}/{f['greedy_games']}{stood}, {f['noisy']}/{f['games']}"
-
-
 def compare_markdown(cmp: dict) -> str:
     """The comparison as Markdown: the recipes by letter, then per seed a row per evaluation and
     the figures up to the agent steps every run reached."""
+    from .suite_mario import flags_cell
+
     names = list(cmp["recipes"])
     letter = {d: chr(ord("A") + i) for i, d in enumerate(names)}
     lines = [f"{cmp['env']}, recipes side by side at equal agent steps:", ""]
@@ -108,7 +103,7 @@ def compare_markdown(cmp: dict) -> str:
             row = []
             for d in names:
                 p = cells.get(d)
-                row += [_cell(p and p["screen"]), _cell(p and p["confirm"])]
+                row += [flags_cell(p and p["screen"]), flags_cell(p and p["confirm"])]
             lines.append(f"| {at:,} | " + " | ".join(row) + " |")
         common = s["common_agent_steps"]
         lines += ["", f"Up to {common:,} agent steps (the fewest any of them reached):", "",

@@ -450,14 +450,17 @@ def stood_still(curve: list[dict]) -> dict | None:
             "misses": games - sum(f["greedy"] for f in ways)}
 
 
+def flags_cell(f: dict | None) -> str:
+    """One evaluation's flags (a ``flag_curve`` row's screening or confirmation) as a table cell:
+    greedy (and the greedy games that stood still), then at epsilon; "-" where there is none."""
+    if f is None:
+        return "-"
+    stood = f" ({f['greedy_stood']} stood)" if f.get("greedy_stood") else ""
+    return f"{f['greedy']}/{f['greedy_games']}{stood}, {f['noisy']}/{f['games']}"
+
+
 def curve_markdown(seed: str, curve: list[dict], epsilon: float) -> list[str]:
     """One seed's flags by agent steps as a table: screening, confirmation, training games."""
-    def pair(f):
-        if f is None:
-            return "-"
-        stood = f" ({f['greedy_stood']} stood)" if f.get("greedy_stood") else ""
-        return f"{f['greedy']}/{f['greedy_games']}{stood}, {f['noisy']}/{f['games']}"
-
     lines = [f"Seed {seed} by agent steps: flags greedy (and the greedy games that stood still until cut), at "
              f"epsilon {epsilon:g} of each periodic screening and of the confirmation a new best started; the "
              f"training games (exploring) at the flag since the screening before.", "",
@@ -465,7 +468,7 @@ def curve_markdown(seed: str, curve: list[dict], epsilon: float) -> list[str]:
     for p in curve:
         t = p["training"]
         share = f"{t['flags']}/{t['games']} ({100 * t['flags'] / t['games']:.0f}%)" if t["games"] else "-"
-        lines.append(f"| {p['agent_steps']:,} | {pair(p['screen'])} | {pair(p['confirm'])} | {share} |")
+        lines.append(f"| {p['agent_steps']:,} | {flags_cell(p['screen'])} | {flags_cell(p['confirm'])} | {share} |")
     return lines
 
 

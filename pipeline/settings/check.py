@@ -112,14 +112,11 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
         bad("score_metric", f"{cfg.env} reports no distance; only Mario does. Use --score-metric return")
     if not 0 <= rep.augment_shift <= 16:
         bad("augment_shift", "must be 0 (off) to 16 pixels of the 84-pixel frame (DrQ shifts by 4)")
-    if opts.stall_steps < 0:
-        bad("stall_steps", "must be 0 (never) or a number of agent steps")
-    if opts.stall_steps and not is_mario(cfg.env):
-        bad("stall_steps", f"{cfg.env} reports no x position to stand still at; only Mario does. Leave it 0")
-    if opts.stall_end < 0:
-        bad("stall_end", "must be 0 (never) or a number of agent steps")
-    if opts.stall_end and not is_mario(cfg.env):
-        bad("stall_end", f"{cfg.env} reports no x position to stand still at; only Mario does. Leave it 0")
+    for rule in ("stall_steps", "stall_end"):  # the two stall rules: a learning episode's end, a game's
+        if getattr(opts, rule) < 0:
+            bad(rule, "must be 0 (never) or a number of agent steps")
+        if getattr(opts, rule) and not is_mario(cfg.env):
+            bad(rule, f"{cfg.env} reports no x position to stand still at; only Mario does. Leave it 0")
     if opts.stall_penalty < 0:
         bad("stall_penalty", "is taken from the reward where a stall ends, so it must be 0 or more (25: a lost life)")
     if opts.stall_penalty and not (opts.stall_steps or opts.stall_end):
