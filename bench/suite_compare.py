@@ -2,7 +2,10 @@
 agent steps, the way one change is judged (docs/notebook.md): per periodic evaluation, the flags
 greedy and at epsilon 0.05 and the greedy games that stood still until cut, of the screening and of
 the confirmation a new best started; then, up to the agent steps every run reached, each run's
-first greedy flag, its best confirmation, and its greedy evaluation games that stood still.
+first greedy flag, its best confirmation, and its greedy evaluation games that stood still; and
+what its exploring training games did per 100k agent steps (how many, how many at the flag, the
+share of their agent steps in games that stood until the clock nearly ran out, and the games a
+stall rule ended), which is what a change to the learning episode acts on.
 
 Evaluations fall near, not on, their interval after a resume (457,425 where 450,000 was due), so a
 row takes each run's evaluation nearest its multiple of the interval. Only seeds every folder
@@ -15,6 +18,11 @@ from pathlib import Path
 from config_optimized import ConfigError
 
 DEFAULT_INTERVAL = 50_000  # the preset's eval_interval: where a folder's recipe does not say
+TRAINING_BIN = 100_000  # agent steps per row of the training games' table
+# A game that crosses a stage lasts ~300-800 agent steps (1-2, the longest of the stages run so
+# far, at most ~800); one of 1,000 or more stood somewhere for hundreds of steps, and a pocket
+# that right_run cannot leave holds the game until the clock runs out (~2,000).
+LONG_GAME = 1_000
 
 
 def compare_suites(suite_dirs: list[str | Path]) -> dict:
@@ -22,7 +30,7 @@ def compare_suites(suite_dirs: list[str | Path]) -> dict:
     seeds they share, aligned by evaluation. Raises ConfigError naming a folder that is not a
     Mario suite's, folders of different stages, or folders that share no seed."""
     from .suite_mario import mario_report
-    from .suite_runs import SUITE_FILE
+    from .suite_runs import SUITE_FILE, game_name
 
     if len(suite_dirs) < 2:
         raise ConfigError(f"--compare takes two or more Mario suite folders, got {len(suite_dirs)}: "
@@ -46,9 +54,14 @@ def compare_suites(suite_dirs: list[str | Path]) -> dict:
         raise ConfigError("the folders share no trained seed: " + "; ".join(
             f"{d}: {', '.join(rep['seeds']) or 'none'}" for d, rep in reps.items()))
     interval = next((rep["recipe"] or {}).get("eval_interval") for rep in reps.values()) or DEFAULT_INTERVAL
-    return {"env": stages.pop(), "interval": interval, "seeds": {
+    env = stages.pop()
+    cmp = {"env": env, "interval": interval, "seeds": {
         seed: compare_seed({d: rep["seeds"][seed] for d, rep in reps.items()}, interval) for seed in seeds},
         "recipes": {d: rep["recipe_text"] for d, rep in reps.items()}}
+    for seed, s in cmp["seeds"].items():
+        s["training"] = {d: training_games(Path(d) / f"seed{seed}" / game_name(env), s["common_agent_steps"])
+                         for d in reps}
+    return cmp
 
 
 def compare_seed(runs: dict[str, dict], interval: int) -> dict:
@@ -85,6 +98,40 @@ def upto(curve: list[dict], agent_steps: int) -> dict:
             "greedy_stood": sum(f["greedy_stood"] for f in ways) if recorded else None}
 
 
+def training_games(run_dir: Path, agent_steps: int) -> list[dict]:
+    """A run's exploring training games (episodes.jsonl) and its stall rule's ends (metrics.jsonl's
+    per-epoch ``stalls``) per ``TRAINING_BIN`` agent steps up to ``agent_steps``, each row: the
+    bin's agent steps, the games that ended in it, those at the flag, the share of their agent
+    steps in games of ``LONG_GAME`` or more, and the stall rule's ends and cuts (0 without one)."""
+    from pipeline.records.files import EPISODES_NAME, METRICS_NAME
+
+    games, epochs = (_rows(run_dir / name) for name in (EPISODES_NAME, METRICS_NAME))
+    rows = []
+    for lo in range(0, agent_steps, TRAINING_BIN):
+        hi = min(lo + TRAINING_BIN, agent_steps)
+        inside = [g for g in games if lo < g["agent_steps"] <= hi]
+        steps = sum(g["length"] for g in inside)
+        rows.append({"from": lo, "to": hi, "games": len(inside), "flags": sum(bool(g.get("flag")) for g in inside),
+                     "long_share": sum(g["length"] for g in inside if g["length"] >= LONG_GAME) / steps if steps else None,
+                     "stalls": sum(e.get("stalls", 0) for e in epochs if lo < e["agent_steps"] <= hi)})
+    return rows
+
+
+def _rows(path: Path) -> list[dict]:
+    """A run's JSON-lines file (or its gzip copy, as docs/data keeps them); [] for a run without one yet."""
+    from pipeline.records.metrics import read_jsonl
+
+    try:
+        return read_jsonl(path)
+    except FileNotFoundError:
+        return []
+
+
+def training_cell(row: dict) -> str:
+    long = "-" if row["long_share"] is None else f"{row['long_share']:.0%}"
+    return f"{row['games']:,} games, {row['flags']:,} at the flag, {long} in long games, stall rule {row['stalls']:,}"
+
+
 def compare_markdown(cmp: dict) -> str:
     """The comparison as Markdown: the recipes by letter, then per seed a row per evaluation and
     the figures up to the agent steps every run reached."""
@@ -118,4 +165,11 @@ def compare_markdown(cmp: dict) -> str:
                 f"{u['greedy_stood']} of {u['greedy_games']} ({u['greedy_games'] - u['greedy_flags']} missed the flag)")
             first = "-" if u["first_greedy_flag"] is None else f"{u['first_greedy_flag']:,}"
             lines.append(f"| {letter[d]} | {first} | {best} | {stood} |")
+        lines += ["", f"Exploring training games per {TRAINING_BIN:,} agent steps: how many ended, how many at the "
+                      f"flag, the share of their agent steps in games of {LONG_GAME:,}+ agent steps (games that stood "
+                      f"still for hundreds of steps), and the learning episodes a stall rule ended or cut:", "",
+                  "| agent steps | " + " | ".join(letter[d] for d in names) + " |", "|---|" + "---|" * len(names)]
+        for i, row in enumerate(s["training"][names[0]]):
+            cells = [training_cell(s["training"][d][i]) for d in names]
+            lines.append(f"| {row['from'] // 1000:,}k-{row['to'] // 1000:,}k | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -369,6 +369,10 @@ def test_compare_puts_recipes_side_by_side_at_equal_agent_steps(tmp_path, capsys
                                        + _eval_row(100_000, "screen", 1, 0, stood=0)
                                        + _eval_row(150_000, "screen", 4, 3, stood=0)
                                        + _eval_row(150_000, "confirm", 12, 9, 20, stood=1))
+    with (run_a / "episodes.jsonl").open("a") as f:  # a game that stood until the clock, within 100k-200k
+        f.write(json.dumps({"wall_s": 1.0, "agent_steps": 150_000, "return": 1.0, "length": 2_100, "distance": 978.0}) + "\n")
+    (run_b / "metrics.jsonl").write_text("".join(json.dumps({"epoch": k, "agent_steps": 50_000 * k, "wall_s": 30.0 * k,
+                                                             "stalls": k}) + "\n" for k in (1, 2, 3, 4, 5)))
     cmp = compare_suites([a, b])
     assert list(cmp["seeds"]) == ["1"] and cmp["seeds"]["1"]["common_agent_steps"] == 200_000
     assert cmp["recipes"][str(b)] == "--stall-steps 10 --stall-penalty 25.0"
@@ -380,6 +384,12 @@ def test_compare_puts_recipes_side_by_side_at_equal_agent_steps(tmp_path, capsys
     # A's 457k screening lies past the 200k both reached: its 2 stand-stills are not in A's figures
     assert "| A | 100,000 | 5/20, 2/20 at 100,000 | 11 of 40 (33 missed the flag) |" in md
     assert "| B | 100,000 | 12/20, 9/20 at 150,000 | 1 of 50 (33 missed the flag) |" in md
+    # the training games per 100k up to 200k: A's long game is 2,100 of its 2,400 agent steps at 100k-200k; B's
+    # stall rule ended 1 + 2 games in its first 100k and 3 + 4 in its second (its 250k epoch lies past 200k)
+    assert ("| 0k-100k | 1 games, 0 at the flag, 0% in long games, stall rule 0 "
+            "| 1 games, 0 at the flag, 0% in long games, stall rule 3 |") in md
+    assert ("| 100k-200k | 2 games, 0 at the flag, 88% in long games, stall rule 0 "
+            "| 1 games, 0 at the flag, 0% in long games, stall rule 7 |") in md
     assert benchmark_performance.main(["--compare", str(a), str(b), "--json", str(tmp_path / "c.json")]) == 0
     assert "| B | 100,000 |" in capsys.readouterr().out
     assert json.loads((tmp_path / "c.json").read_text())["seeds"]["1"]["upto"][str(b)]["greedy_stood"] == 1
