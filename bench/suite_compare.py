@@ -30,7 +30,7 @@ def compare_suites(suite_dirs: list[str | Path]) -> dict:
     seeds they share, aligned by evaluation. Raises ConfigError naming a folder that is not a
     Mario suite's, folders of different stages, or folders that share no seed."""
     from .suite_mario import mario_report
-    from .suite_runs import SUITE_FILE, game_name
+    from .suite_runs import SUITE_FILE, game_dir
 
     if len(suite_dirs) < 2:
         raise ConfigError(f"--compare takes two or more Mario suite folders, got {len(suite_dirs)}: "
@@ -59,7 +59,7 @@ def compare_suites(suite_dirs: list[str | Path]) -> dict:
         seed: compare_seed({d: rep["seeds"][seed] for d, rep in reps.items()}, interval) for seed in seeds},
         "recipes": {d: rep["recipe_text"] for d, rep in reps.items()}}
     for seed, s in cmp["seeds"].items():
-        s["training"] = {d: training_games(Path(d) / f"seed{seed}" / game_name(env), s["common_agent_steps"])
+        s["training"] = {d: training_games(game_dir(d, seed, env), s["common_agent_steps"])
                          for d in reps}
     return cmp
 
@@ -103,9 +103,15 @@ def training_games(run_dir: Path, agent_steps: int) -> list[dict]:
     per-epoch ``stalls``) per ``TRAINING_BIN`` agent steps up to ``agent_steps``, each row: the
     bin's agent steps, the games that ended in it, those at the flag, the share of their agent
     steps in games of ``LONG_GAME`` or more, and the stall rule's ends and cuts (0 without one)."""
-    from pipeline.records.files import EPISODES_NAME, METRICS_NAME
+    from pipeline.records.metrics import read_metrics
 
-    games, epochs = (_rows(run_dir / name) for name in (EPISODES_NAME, METRICS_NAME))
+    from .results import episodes
+
+    games = episodes(run_dir)
+    try:
+        epochs = read_metrics(run_dir)
+    except FileNotFoundError:  # a run that has ended no epoch yet
+        epochs = []
     rows = []
     for lo in range(0, agent_steps, TRAINING_BIN):
         hi = min(lo + TRAINING_BIN, agent_steps)
@@ -115,16 +121,6 @@ def training_games(run_dir: Path, agent_steps: int) -> list[dict]:
                      "long_share": sum(g["length"] for g in inside if g["length"] >= LONG_GAME) / steps if steps else None,
                      "stalls": sum(e.get("stalls", 0) for e in epochs if lo < e["agent_steps"] <= hi)})
     return rows
-
-
-def _rows(path: Path) -> list[dict]:
-    """A run's JSON-lines file (or its gzip copy, as docs/data keeps them); [] for a run without one yet."""
-    from pipeline.records.metrics import read_jsonl
-
-    try:
-        return read_jsonl(path)
-    except FileNotFoundError:
-        return []
 
 
 def training_cell(row: dict) -> str:
