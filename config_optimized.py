@@ -29,8 +29,9 @@ DEFAULT_START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_s
 PROFILE_NAMES = ("auto", "autotuned", "cpu-small", "cpu-large", "gpu-minimum", "gpu-recommended", "gpu-optimal")
 RESUME_HERE = "here"  # a bare --resume: the run in --run-dir, or the latest
 
-# gym-super-mario-bros' RIGHT_ONLY, SIMPLE_MOVEMENT and COMPLEX_MOVEMENT, and right_run (wrappers.mario.RIGHT_RUN)
-MARIO_ACTION_SETS = ("right_only", "simple", "complex", "right_run")
+# gym-super-mario-bros' RIGHT_ONLY, SIMPLE_MOVEMENT and COMPLEX_MOVEMENT, and right_run and right_run_wait
+# (wrappers.mario.RIGHT_RUN, RIGHT_RUN_WAIT)
+MARIO_ACTION_SETS = ("right_only", "simple", "complex", "right_run", "right_run_wait")
 
 
 def doc(text: str, default, *, choices: tuple | None = None, **kw):
@@ -81,7 +82,8 @@ class EnvOptions:
     mark_action: bool = doc("paint the previous action into each frame's bottom rows (a one-hot strip), so the network "
                             "sees what sticky actions may repeat", False)
     mario_actions: str = doc("Mario action set: right_only (NOOP, right, right+A, right+B, right+A+B), simple (7), "
-                             "complex (12), right_run (right+B, right+A+B, right+A: one in three holds no A)", "simple",
+                             "complex (12), right_run (right+B, right+A+B, right+A: one in three holds no A), right_run_wait "
+                             "(right_run and NOOP, to wait for a fire bar: two in four hold no A)", "simple",
                              choices=MARIO_ACTION_SETS)
     # not a setting: the replay and the networks are built for 84x84 frames
     frame_size: int = field(default=84, metadata={"fixed": True})

@@ -443,7 +443,8 @@ def test_cpu_small_learner_threads_leave_mario_its_collector_core():
 
 
 def test_choices_live_in_the_fields_and_validation_reads_them():
-    assert FIELDS["mario_actions"][1].metadata["choices"] == ("right_only", "simple", "complex", "right_run")
+    assert FIELDS["mario_actions"][1].metadata["choices"] == ("right_only", "simple", "complex", "right_run",
+                                                                   "right_run_wait")
     for name, value in [("model_arch", "resnet"), ("mario_actions", "left_only"), ("amp_dtype", "fp8")]:
         choices = FIELDS[name][1].metadata["choices"]
         with pytest.raises(ConfigError, match=f"choose {', '.join(choices[:-1])} or {choices[-1]}"):

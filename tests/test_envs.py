@@ -176,6 +176,25 @@ def test_right_run_has_no_noop_for_the_agent_and_starts_with_one():
         noop_action(_NoNoop(gym.make("CartPole-v1")))
 
 
+def test_right_run_wait_gives_the_agent_the_noop_its_starts_press():
+    """right_run_wait: right_run's three actions and a NOOP the agent plays (to wait for a fire
+    bar), the same index the no-op starts press; waiting stands still where right+B runs on."""
+    from wrappers.mario import noop_action
+
+    env = make_env("SuperMarioBros-1-1-v0", noop_max=0, frame_stack=1, mario_actions="right_run_wait")
+    assert env.action_space.n == 4 and env.get_wrapper_attr("get_action_meanings")() == [
+        "right B", "right A B", "right A", "NOOP"]
+    assert noop_action(env) == 3
+    env.reset(seed=0)
+    start = env.unwrapped._x_position
+    for _ in range(10):
+        env.step(3)
+    assert env.unwrapped._x_position == start
+    for _ in range(10):
+        env.step(0)
+    assert env.unwrapped._x_position > start + 20
+
+
 class _NoNoop(gym.Wrapper):
     def get_action_meanings(self):
         return ["LEFT", "RIGHT"]
@@ -322,7 +341,8 @@ def test_skip_max_gray_max_pools_flicker():
     assert pooled.step(0)[0].max() == 255 and plain.step(0)[0].max() == 0
 
 
-@pytest.mark.parametrize("name,n", [("right_only", 5), ("simple", 7), ("complex", 12), ("right_run", 3)])
+@pytest.mark.parametrize("name,n", [("right_only", 5), ("simple", 7), ("complex", 12), ("right_run", 3),
+                                        ("right_run_wait", 4)])
 def test_mario_action_sets(name, n):
     assert make_env("SuperMarioBros-1-1-v0", mario_actions=name).action_space.n == n
 
