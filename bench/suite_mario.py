@@ -1,7 +1,9 @@
 """``--suite mario``: the Mario preset on its stages (1-1 unless ``--stages`` or ``--env`` name others),
 a fresh run per stage and seed, each judged the way a user judges the agent it leaves: its kept weights (``best_eval.pt``,
 else the last checkpoint) played again on fresh games, ``EVAL_GAMES`` greedy and as many at
-epsilon ``NOISY_EPSILON``, with seeds no training or evaluation game of the run used.
+epsilon ``NOISY_EPSILON``, with seeds no training or evaluation game of the run used, and greedy
+once from each no-op start: greedy Mario has one game per start (``noop_max + 1``, 31 with the
+preset), so those are all its games and their flags the exact share the 10 fresh games sample.
 
 The report gives, per seed, the flags and mean distance of both plays, the agent steps and
 minutes to the kept weights, and where each game that missed the flag ended: a plot of the x
@@ -151,6 +153,7 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
     """The kept weights played on ``episodes`` fresh games greedy and as many at ``NOISY_EPSILON``,
     written to ``EVAL_FILE`` (whole or not at all); a file of the same weights is only read."""
     from pipeline.evaluation.evaluate import evaluate, weights_digest
+    from pipeline.evaluation.starts import play_every_start
     from pipeline.records import checkpoint as ckpt
     from pipeline.records.record import write_json
 
@@ -159,7 +162,7 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
     path = run_dir / EVAL_FILE
     if path.is_file():
         kept = read_json(path, "the seed's final plays", f"delete {path} to play them again")
-        if kept.get("weights_sha256") == digest and kept.get("episodes") == episodes:
+        if kept.get("weights_sha256") == digest and kept.get("episodes") == episodes and "every_start" in kept:
             return kept
     try:
         state = ckpt.load(weights)
@@ -178,6 +181,11 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
         print(f"{tag}: {weights.name} ({at:,} agent steps) at epsilon {epsilon:g}: the flag in "
               f"{out[how]['flags']} of {episodes} fresh games, mean distance {out[how]['distance_mean']:,.0f}",
               flush=True)
+    # the exact share: greedy play has one game per no-op start (pipeline/evaluation/starts.py)
+    starts = play_every_start(weights)
+    out["every_start"] = {"flags": sum(g.flag for g in starts), "games": [g.to_json() for g in starts]}
+    print(f"{tag}: {weights.name} greedy on every start (no-op starts 0-{len(starts) - 1}): the flag in "
+          f"{out['every_start']['flags']} of {len(starts)}", flush=True)
     write_json(path, out)
     return out
 
@@ -357,6 +365,12 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
         lines += ["", f"First evaluation with a greedy game at the flag: {'; '.join(firsts)}"
                   + (f" ({anchors['agent']}: {r2d2:,} agent steps to its first greedy flag on this stage)." if r2d2
                      else ".")]
+    every = [(seed, s["plays"]["every_start"]) for seed, s in rep["seeds"].items()
+             if s["plays"] and s["plays"].get("every_start")]
+    if every:
+        lines += ["", "Greedy from every no-op start (greedy play has one game per start, so these are all of them: "
+                  "the fresh games above are a draw of them, repeats included): "
+                  + "; ".join(f"seed {seed} the flag in {e['flags']} of {len(e['games'])}" for seed, e in every) + "."]
     if left_out and rep.get("left_out"):
         lines += ["", "Left out (another recipe than the suite's): "
                   + "; ".join(f"{run}, trained with {' '.join(d)}" for run, d in rep["left_out"].items()) + "."]
@@ -383,6 +397,12 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
                         for g in sorted(play["games"], key=lambda g: g["distance"]) if not g["flag"]]
                 lines.append(f"Seed {seed}, {'greedy' if how == 'greedy' else 'epsilon ' + format(play['epsilon'], 'g')}: "
                              f"missed the flag at {', '.join(ends) if ends else 'no game'}.")
+        every = (s["plays"] or {}).get("every_start")
+        if every:
+            ends = [f"x {g['distance']:,.0f} (start {g['noops']}{', stood still' if g['stood'] else ''})"
+                    for g in sorted(every["games"], key=lambda g: g["distance"]) if not g["flag"]]
+            lines.append(f"Seed {seed}, greedy from every start: missed the flag at "
+                         f"{', '.join(ends) if ends else 'no start'}.")
     noisy = random_before_misses(rep)
     if noisy:
         lines += ["", noisy]
@@ -414,7 +434,7 @@ def stages_markdown(reps: list[dict]) -> str:
     beside the R2D2 agent's agent steps to its first greedy flag on the same stage."""
     anchors = stage_anchors()
     lines = ["| stage | seed | first greedy flag: agent steps (minutes) | kept weights: agent steps (minutes) | "
-             "kept weights played again: flags greedy / at 0.05 | trained: agent steps | "
+             "kept weights played again: flags greedy / at 0.05 (; greedy from every start) | trained: agent steps | "
              f"{anchors['agent']}: agent steps to its first greedy flag |", "|---" * 7 + "|"]
     for rep in reps:
         stage = stage_name(rep["env"])
@@ -426,6 +446,8 @@ def stages_markdown(reps: list[dict]) -> str:
             p = s["plays"] or {}
             g, e = p.get("greedy"), p.get("noisy")
             played = f"{g['flags']}/{len(g['games'])} / {e['flags']}/{len(e['games'])}" if g and e else "-"
+            if p.get("every_start"):  # the exact share: every start, greedy
+                played += f"; every start {p['every_start']['flags']}/{len(p['every_start']['games'])}"
             lines.append(f"| {stage} | {seed} | {_n(s['first_flag_agent_steps'])} ({_n(s['first_flag_minutes'], '{:.0f}')}) | "
                          f"{_n(s['kept_agent_steps'])} ({_n(s['kept_minutes'], '{:.0f}')}) | {played} | "
                          f"{_n(s['agent_steps'])}{'' if s['done'] else ' *'} | {_n(r2d2)} |")

@@ -154,6 +154,28 @@ def test_mario_noop_start_plays_a_seeded_number_of_noops():
     assert len(log.actions) == counts[3]  # the seed decides
 
 
+def test_mario_noop_start_plays_the_start_it_is_given():
+    """options={"noops": k} plays start k whatever the seed, and leaves the seed's later draws as
+    they were; a start past noop_max is refused."""
+    from wrappers.mario import NoopStart
+
+    log = ActionLog(make_env("SuperMarioBros-1-1-v0", noop_max=0, frame_stack=1))
+    env = NoopStart(log, 30)
+    for seed, k in [(0, 0), (1, 7), (2, 30), (2, 7)]:
+        log.actions.clear()
+        env.reset(seed=seed, options={"noops": k})
+        assert log.actions == [0] * k
+    drawn = []
+    for chosen in (None, 5):
+        env.reset(seed=4, options=None if chosen is None else {"noops": chosen})
+        log.actions.clear()
+        env.reset()  # the seed's second draw
+        drawn.append(len(log.actions))
+    assert drawn[0] == drawn[1]
+    with pytest.raises(ValueError, match="noops=31: a start of 0 to 30"):
+        env.reset(seed=0, options={"noops": 31})
+
+
 def test_right_run_has_no_noop_for_the_agent_and_starts_with_one():
     """right_run: three actions for the agent (all running or jumping right); the no-op starts
     press the NOOP mapped after them, so a start stands still where right+B would run."""

@@ -105,6 +105,28 @@ def test_report_gives_flags_kept_weights_and_where_the_games_ended(tmp_path):
     assert (tmp_path / "suite_report.png").stat().st_size > 10_000
 
 
+def test_report_gives_the_kept_weights_greedy_from_every_start(tmp_path):
+    """The exact share beside the 10-game draw: every no-op start's one greedy game, its flags on
+    the seed's page and in the stages' row, each miss named with its start; a seed played before
+    the starts were (no every_start) keeps its row as it was."""
+    R.claim_suite_dir(tmp_path, {"suite": "mario", "env": STAGE, "steps": 800_000, "minutes": None,
+                                 "train_args": []}, R.resolved_recipe(STAGE, []))
+    run = _seed(tmp_path, 1, [True] * 9 + [False])
+    _seed(tmp_path, 2, [True] * 10)
+    plays = json.loads((run / M.EVAL_FILE).read_text())
+    games = [{"noops": k, "distance": 3161.0 if k % 3 else 1400.0 + k, "flag": bool(k % 3), "length": 300,
+              "stood": k == 3} for k in range(31)]
+    plays["every_start"] = {"flags": 20, "games": games}
+    (run / M.EVAL_FILE).write_text(json.dumps(plays))
+    rep = M.mario_report(tmp_path)
+    md = M.mario_markdown(rep)
+    assert "from every no-op start" in md and "seed 1 the flag in 20 of 31." in md, md
+    assert "Seed 1, greedy from every start: missed the flag at x 1,400 (start 0), x 1,403 (start 3, stood still), " in md
+    assert "Seed 2, greedy from every start" not in md
+    rows = M.stages_markdown([rep])
+    assert "| 9/10 / 9/10; every start 20/31 |" in rows and "| 10/10 / 10/10 |" in rows, rows
+
+
 def test_each_seed_is_counted_over_the_games_its_own_kept_weights_played(tmp_path):
     """Seed 1's kept weights played 10 games, seed 2's 20 (--play-games 20 on a later call): each
     row counts its own games (18/20, not 18/10), on the page and in the README's row."""

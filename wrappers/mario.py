@@ -76,13 +76,14 @@ class SkipMaxGray(gym.Wrapper):
 
 class NoopStart(gym.Wrapper):
     """After each reset, 0 to ``noop_max`` agent steps of NOOP, a number drawn from the env's
-    seeded generator.
+    seeded generator, or the number ``reset(options={"noops": k})`` names.
 
     The NES emulator is deterministic: every game would start in the same state, and a greedy
     policy would replay the one game it memorized, dying wherever a small change (a goomba a
     frame later) meets it (Machado et al. 2018 name random no-op starts and sticky actions as the
     ways to make such play stochastic). gymnasium has NoopReset only inside AtariPreprocessing,
-    which needs the ALE, so it is written here.
+    which needs the ALE, so it is written here. The same count gives the same game, so greedy play
+    has ``noop_max + 1`` games in all, and ``options={"noops": k}`` plays start k of them.
     """
 
     def __init__(self, env: gym.Env, noop_max: int):
@@ -90,9 +91,14 @@ class NoopStart(gym.Wrapper):
         self.noop = noop_action(env)
         self.noop_max = noop_max
 
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        for _ in range(int(self.np_random.integers(0, self.noop_max + 1))):
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        options = dict(options or {})
+        chosen = options.pop("noops", None)
+        if chosen is not None and not 0 <= chosen <= self.noop_max:
+            raise ValueError(f"noops={chosen}: a start of 0 to {self.noop_max} no-op steps (noop_max)")
+        obs, info = self.env.reset(seed=seed, options=options or None)
+        drawn = int(self.np_random.integers(0, self.noop_max + 1))  # drawn either way: the seed's later draws stay
+        for _ in range(drawn if chosen is None else chosen):
             obs, _, terminated, truncated, info = self.env.step(self.noop)
             if terminated or truncated:  # cannot happen at Mario's start; kept so a start is never a game over
                 obs, info = self.env.reset()

@@ -1,0 +1,78 @@
+"""Greedy Mario play on every start: the exact share of games the weights finish, not a sample.
+
+Mario's games differ only by their no-op start (0 to ``noop_max`` agent steps of NOOP after the
+reset; no sticky actions): the NES is deterministic, and so is greedy play, so there are
+``noop_max + 1`` games in all (31 with the preset) and "10 fresh greedy games" draws 10 of them,
+repeats included. Playing each once gives the flag rate itself: World 6-4's kept weights read 9
+of 10 fresh games and reach the axe from 18 of their 31 starts (docs/notebook.md, "Every start").
+One env per start, not the evaluation's batch (whose envs draw their starts).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from wrappers.families import stand_still_step
+
+from .agent import load
+from .evaluate import STAND_STILL_STEPS
+
+
+@dataclasses.dataclass(frozen=True)
+class StartGame:
+    noops: int        # the start: agent steps of NOOP after the reset
+    distance: float   # Mario's x where the game ended (or stood)
+    flag: bool
+    length: int       # agent steps played after the start
+    stood: bool       # cut after STAND_STILL_STEPS agent steps without passing its furthest x
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def play_every_start(checkpoint: str | Path, max_steps: int = 27_000,
+                     stand_still: int = STAND_STILL_STEPS) -> list[StartGame]:
+    """One greedy game from each no-op start, 0 to the run's ``noop_max``, of a Mario run's
+    weights (a run folder: the weights it kept; or a .pt file). A game ends as an evaluation's
+    does: at the game's end, at ``max_steps`` agent steps, or where it stood still for
+    ``stand_still`` agent steps. Raises ValueError where the games are not deterministic (sticky
+    actions) or not Mario's."""
+    from wrappers.registry import is_mario, sticky_probability
+
+    agent = load(checkpoint)
+    opts = agent.config.env_options
+    if not is_mario(agent.env_id):
+        raise ValueError(f"{agent.env_id}: every start is for Mario's stages, whose games differ only by their "
+                         "no-op start; play ALE games with --eval")
+    if sticky_probability(agent.env_id, opts.sticky_actions) > 0:
+        raise ValueError(f"trained with sticky actions {opts.sticky_actions:g}: a start is many games, not one; "
+                         "play them with --eval")
+    # Every start at once, one env each, stepped in lockstep: one batched forward a step instead
+    # of one per game (a batch-1 forward a step, 31 games, took minutes beside a training run).
+    envs = [agent.make_env() for _ in range(opts.noop_max + 1)]
+    try:
+        obs = np.stack([env.reset(seed=k, options={"noops": k} if opts.noop_max else None)[0]
+                        for k, env in enumerate(envs)])
+        n = len(envs)
+        furthest, still, last = np.full(n, -np.inf), np.zeros(n, np.int64), np.full(n, np.nan)
+        length = np.zeros(n, np.int64)
+        games: dict[int, StartGame] = {}
+        while len(games) < n:
+            playing = [k for k in range(n) if k not in games]
+            actions = agent.act(obs[playing])
+            for k, action in zip(playing, np.atleast_1d(actions)):
+                smb = envs[k].unwrapped
+                obs[k], _, terminated, truncated, _ = envs[k].step(int(action))
+                length[k] += 1
+                x = float(smb._x_position)
+                furthest[k], still[k] = stand_still_step(x, last[k], furthest[k], still[k])
+                last[k] = x
+                stood = not (terminated or truncated) and still[k] >= stand_still
+                if terminated or truncated or stood or length[k] >= max_steps:
+                    games[k] = StartGame(k, x, bool(terminated and smb._flag_get), int(length[k]), bool(stood))
+    finally:
+        for env in envs:
+            env.close()
+    return [games[k] for k in range(n)]
