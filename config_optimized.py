@@ -232,6 +232,10 @@ class RunConfig:
     confirm_episodes: int = doc("whole games the confirmation of an evaluation that beat the best plays (each way "
                                 "for Mario); 0 = --eval-episodes. More games keep weights by their rate, not by a "
                                 "lucky draw; a Mario confirmation counts its flags per --eval-episodes games", 0)
+    confirm_every_start: bool = doc("Mario without sticky actions: a confirmation's greedy play is one game from each "
+                                    "no-op start (0 to --noop-max) instead of --confirm-episodes drawn games: greedy "
+                                    "Mario has one game per start, so these are all of them, the exact share; the keep "
+                                    "and stop rules then judge it (--stop-at-flag: 30 of 31 starts)", False)
     eval_epsilon: float = doc("random-action probability when evaluating (--eval-interval and --eval); CleanRL uses 0.05", 0.0)
     capture_video: bool = doc("film one greedy game of each --eval-interval evaluation, as <run_dir>/videos/"
                               "eval-{agent steps}.mp4 (H.264), to watch the agent improve (CleanRL's --capture-video)",

@@ -3,6 +3,7 @@ before its weights replace best_eval.pt, and only the confirmation's score is ke
 import contextlib
 import json
 import os
+import re
 import resource
 import signal
 
@@ -406,3 +407,59 @@ def test_where_the_evaluation_stood_is_on_disk_before_it_takes_its_name(evals, m
     ev.close()
     assert (str(run_dir / (PENDING_NAME + ".tmp")), False) in synced
     assert json.loads((run_dir / PENDING_NAME).read_text())["agent_steps"] == 1000
+
+
+def test_a_mario_confirmation_plays_greedy_from_every_start(tmp_path):
+    """A real evaluator process on a Mario run's fresh weights (no-op starts 0-2): the screening
+    plays its 2 fresh games each way, the confirmation it starts plays greedy once from each of
+    the 3 starts (greedy Mario's games are one per start) and its 2 fresh games at 0.05; the
+    kept weights say so, and a finished agent is judged on the starts."""
+    import time
+
+    cfg = Config.of(env="SuperMarioBros-1-1-v0", mario_actions="right_run", noop_max=2, amp=False,
+                    run_dir=str(tmp_path))
+    torch.manual_seed(0)
+    learner = Learner(cfg.learner, 4, 3, torch.device("cpu"))
+    rng = np.random.default_rng(0).bit_generator.state
+
+    def save(name):
+        ckpt.save(tmp_path / name, ckpt.training_state(cfg, 3, learner.state_dict(), {}, rng))
+        return tmp_path / name
+
+    lines = []
+    ev = pe.PeriodicEval(tmp_path, 1000, 2, (0.0, 0.05), "flags", 100, lines.append, confirm_every_start=True)
+    ev.start(save, 1000)
+    deadline = time.monotonic() + 300
+    while (ev.proc is not None or not (tmp_path / BEST_EVAL_NAME).is_file()) and time.monotonic() < deadline:
+        ev.poll()
+        time.sleep(0.05)
+    rows = [json.loads(x) for x in (tmp_path / EVALS_NAME).read_text().splitlines()]
+    assert [r["phase"] for r in rows] == ["screen", "confirm"], lines
+    assert [len(p["flags"]) for p in rows[0]["plays"]] == [2, 2] and not rows[0]["plays"][0].get("every_start")
+    greedy, noisy = rows[1]["plays"]
+    assert greedy["every_start"] and len(greedy["flags"]) == len(greedy["returns"]) == 3 and len(noisy["flags"]) == 2
+    assert "confirming greedy from every start and on 2 fresh games at 0.05" in lines[0]
+    assert re.search(r"flag in [0-3]/3 greedy from every start, [0-2]/2 at 0.05 .*fresh games", lines[1]), lines[1]
+    best = ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]
+    assert best["plays"][0] == {"epsilon": 0.0, "flags": sum(greedy["flags"]), "games": 3, "every_start": True}
+    from pipeline.runtime.run import last_word
+
+    assert re.search(r"the flag in [0-3]/3 greedy from every start and [0-2]/2 at 0.05 fresh games\.",
+                     last_word(tmp_path, "total_steps", 1000, 60.0))
+    assert pe.finished_play([{"epsilon": 0.0, "flags": [True] * 30 + [False]}])
+    assert not pe.finished_play([{"epsilon": 0.0, "flags": [True] * 29 + [False] * 2}])
+
+
+def test_confirming_on_every_start_is_refused_where_greedy_games_are_not_one_per_start():
+    from config_optimized import ConfigError
+    from pipeline.settings.check import validate
+    from pipeline.settings.hardware import Hardware
+
+    hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
+    mario = dict(env="SuperMarioBros-1-1-v0", eval_interval=50_000, confirm_every_start=True)
+    validate(Config.of(**mario), hw)
+    for bad, said in [({"env": "ALE/Pong-v5"}, "ALE/Pong-v5: greedy play has one game per no-op start only on Mario"),
+                      ({"sticky_actions": 0.25}, "only on Mario without sticky actions"),
+                      ({"eval_interval": 0}, "which are off; add --eval-interval 50000")]:
+        with pytest.raises(ConfigError, match=f"--confirm-every-start True: .*{said}"):
+            validate(Config.of(**{**mario, **bad}), hw)

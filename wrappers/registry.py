@@ -84,3 +84,10 @@ def sticky_probability(env_id: str, requested: float) -> float:
     if requested >= 0:
         return requested
     return 0.0 if is_mario(env_id) else ale_default_sticky(env_id)
+
+
+def greedy_games_are_starts(env_id: str, opts) -> bool:
+    """Whether greedy play of ``env_id`` with these EnvOptions has one game per no-op start: Mario
+    without sticky actions (the NES and greedy play are deterministic, and the start is all that
+    differs between its games)."""
+    return is_mario(env_id) and not sticky_probability(env_id, opts.sticky_actions) > 0

@@ -20,6 +20,10 @@ screening, its flags counted per screening's games (17 of 20 is 8.5), and a scre
 reaches the flag both ways within one flag of the best is confirmed too: ten games tell flags
 apart no closer. A Mario candidate whose confirmation reaches the flag in at least
 ``FINISHED_SHARE`` of its greedy games is a finished agent (``finished``): the run can stop there.
+Greedy Mario without sticky actions has one game per no-op start (31 with the preset; the NES and
+greedy play are deterministic), so with --confirm-every-start its confirmation plays each start
+once: all of its greedy games, the exact share, where 20 fresh games draw from the 31 with repeats
+(World 6-4 weights kept at 15 of 20 reach the axe from 18 of 31 starts).
 
 Mario is judged as every published Mario agent is, by greedy play on fresh games; each evaluation
 also plays its games at --eval-epsilon, a figure reported beside it. So the score that keeps
@@ -52,8 +56,9 @@ TIMEOUT_S = 1800  # an evaluation still playing after this long is stopped (a po
 PAUSE_S = 60.0
 CONFIRM_SEED_OFFSET = 1_000_003  # a confirmation's games: seeds apart from every screening's
 FLAG_SLACK = 1.0  # a Mario screening with flags this close below the best is confirmed (flags per screening)
-# A finished agent: its confirmation's greedy games reach the flag at least this often (19 of the
-# preset's 20). Every game asked one in three seeds to stop; a true rate of 0.95 passes 19 of 20
+# A finished agent: its confirmation's greedy games reach the flag at least this often: 30 of
+# Mario's 31 starts (played every one, the share is exact), 19 of 20 fresh games where the games
+# are a draw. Every game asked one in three seeds to stop; a true rate of 0.95 passes 19 of 20
 # three times in four, one of 0.85 one time in five.
 FINISHED_SHARE = 0.95
 
@@ -180,7 +185,8 @@ def read_evals(run_dir: Path) -> list[dict]:
     return out
 
 
-def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int, conn, video: str | None = None) -> None:
+def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int, conn, video: str | None = None,
+          every_start: bool = False) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the learner, which stops us
@@ -188,11 +194,18 @@ def _play(checkpoint: str, episodes: int, epsilons: tuple[float, ...], seed: int
     import torch
 
     from .evaluate import evaluate
+    from .starts import play_every_start
 
     torch.set_num_threads(1)
     try:
         plays = []
         for epsilon in epsilons:  # the same starts each way: seeds draw the no-op starts
+            if every_start and epsilon == 0:  # greedy Mario: all its games, one per no-op start (starts.py)
+                starts = play_every_start(checkpoint)
+                plays.append({"epsilon": 0.0, "every_start": True, "returns": [g.ret for g in starts],
+                              "lengths": [g.length for g in starts], "distances": [g.distance for g in starts],
+                              "flags": [g.flag for g in starts], "stood": [g.stood for g in starts]})
+                continue
             res = evaluate(checkpoint, episodes, None, seed=seed, epsilon=epsilon, log=lambda *_: None)
             plays.append({"epsilon": epsilon, "returns": res.returns, "lengths": res.lengths,
                           "distances": res.distances, "flags": res.flags, "stood": res.stood})
@@ -225,17 +238,21 @@ def keep_as_best(candidate: Path, best_path: Path, best: dict) -> None:
 class PeriodicEval:
     def __init__(self, run_dir: Path, interval: int, episodes: int, epsilons: tuple[float, ...], metric: str,
                  seed: int, log, best: float = float("-inf"), next_at: int = 0, confirm_episodes: int = 0,
-                 ctx=None, video_dir: Path | None = None):
+                 ctx=None, video_dir: Path | None = None, confirm_every_start: bool = False):
         """``epsilons`` and ``metric``: ``eval_plan``'s; ``episodes`` games at each epsilon, and
         ``confirm_episodes`` (0: as many) in a confirmation. ``ctx``: the multiprocessing context
         the evaluator starts in (``process_start.child_context``'s; None: spawn), never fork's:
         a fork mid-training copies the learner beside its running threads, with its signal handlers.
-        ``video_dir`` (--capture-video): each screening films a greedy game there as well."""
+        ``video_dir`` (--capture-video): each screening films a greedy game there as well.
+        ``confirm_every_start``: a confirmation's greedy play is one game from each no-op start
+        (``starts.play_every_start``: greedy Mario's games are one per start, so that is all of
+        them, the exact share a draw of fresh games samples); its other plays stay as they are."""
         self.ctx = mp.get_context("spawn") if ctx is None or ctx.get_start_method() == "fork" else ctx
         self.run_dir, self.interval, self.episodes = Path(run_dir), interval, episodes
         self.video_dir = video_dir
         self.film: Path | None = None  # the video the screening start() launches films (--capture-video)
         self.confirm_episodes = confirm_episodes or episodes
+        self.confirm_every_start = confirm_every_start and 0.0 in epsilons
         self.epsilons, self.metric, self.seed, self.log = tuple(epsilons), metric, seed, log
         self.epsilon = max(self.epsilons)  # --eval-epsilon
         self.best = best           # best confirmed mean score so far (kept in checkpoints)
@@ -275,7 +292,8 @@ class PeriodicEval:
         recv, send = self.ctx.Pipe(duplex=False)
         proc = self.ctx.Process(target=_play, name="evaluator", daemon=True,
                                 args=(str(path), self.confirm_episodes if phase == "confirm" else self.episodes,
-                                      self.epsilons, games_seed, send, video))
+                                      self.epsilons, games_seed, send, video,
+                                      phase == "confirm" and self.confirm_every_start))
         try:
             proc.start()
         finally:
@@ -332,8 +350,9 @@ class PeriodicEval:
                "phase": self.phase, "seed": self.games_seed, "plays": plays,
                **{k: [v for p in plays for v in p[k]] for k in ("returns", "lengths", "distances", "flags")}}
         append_jsonl(self.run_dir / EVALS_NAME, row)
-        ways = ", ".join(f"{sum(p['flags'])}/{len(p['flags'])} " + ("greedy" if p["epsilon"] == 0 else
-                                                                   f"at {p['epsilon']:g}") for p in plays)
+        ways = ", ".join(f"{sum(p['flags'])}/{len(p['flags'])} " + (
+            ("greedy from every start" if p.get("every_start") else "greedy") if p["epsilon"] == 0
+            else f"at {p['epsilon']:g}") for p in plays)
         if flags:
             self.last_flags = ways
         fresh = "fresh " if self.phase == "confirm" else ""
@@ -361,8 +380,11 @@ class PeriodicEval:
                 candidate.unlink(missing_ok=True)
                 return
             how = "above" if score > self.best else "within a flag of"
-            self.log(f"[EVAL] At {self.steps:,} agent steps: {said}; {how} the best so far, confirming on "
-                     f"{self.confirm_episodes} fresh games" + (" each way" if len(self.epsilons) > 1 else ""))
+            on = (f"greedy from every start and on {self.confirm_episodes} fresh games at {self.epsilon:g}"
+                  if self.confirm_every_start and len(self.epsilons) > 1 else "greedy from every start"
+                  if self.confirm_every_start else f"on {self.confirm_episodes} fresh games"
+                  + (" each way" if len(self.epsilons) > 1 else ""))
+            self.log(f"[EVAL] At {self.steps:,} agent steps: {said}; {how} the best so far, confirming {on}")
             return
         if self.phase == "confirm" and score > self.best:
             self.best = score
@@ -371,8 +393,8 @@ class PeriodicEval:
                     "screen_seed": self.screened["seed"]}
             if flags:
                 best["flags"] = sum(flags)
-                best["plays"] = [{"epsilon": p["epsilon"], "flags": sum(p["flags"]), "games": len(p["flags"])}
-                                 for p in plays]
+                best["plays"] = [{"epsilon": p["epsilon"], "flags": sum(p["flags"]), "games": len(p["flags"]),
+                                  **({"every_start": True} if p.get("every_start") else {})} for p in plays]
             keep_as_best(candidate, self.run_dir / BEST_EVAL_NAME, best)
             self.finished = finished_play(plays)
             self.log(f"[EVAL] At {self.steps:,} agent steps, confirmed: {said}; best so far, weights in "

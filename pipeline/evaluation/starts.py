@@ -27,6 +27,7 @@ class StartGame:
     flag: bool
     length: int       # agent steps played after the start
     stood: bool       # cut after STAND_STILL_STEPS agent steps without passing its furthest x
+    ret: float = 0.0  # the game's return (raw rewards)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -57,21 +58,23 @@ def play_every_start(checkpoint: str | Path, max_steps: int = 27_000,
                         for k, env in enumerate(envs)])
         n = len(envs)
         furthest, still, last = np.full(n, -np.inf), np.zeros(n, np.int64), np.full(n, np.nan)
-        length = np.zeros(n, np.int64)
+        length, ret = np.zeros(n, np.int64), np.zeros(n)
         games: dict[int, StartGame] = {}
         while len(games) < n:
             playing = [k for k in range(n) if k not in games]
             actions = agent.act(obs[playing])
             for k, action in zip(playing, np.atleast_1d(actions)):
                 smb = envs[k].unwrapped
-                obs[k], _, terminated, truncated, _ = envs[k].step(int(action))
+                obs[k], reward, terminated, truncated, _ = envs[k].step(int(action))
                 length[k] += 1
+                ret[k] += reward
                 x = float(smb._x_position)
                 furthest[k], still[k] = stand_still_step(x, last[k], furthest[k], still[k])
                 last[k] = x
                 stood = not (terminated or truncated) and still[k] >= stand_still
                 if terminated or truncated or stood or length[k] >= max_steps:
-                    games[k] = StartGame(k, x, bool(terminated and smb._flag_get), int(length[k]), bool(stood))
+                    games[k] = StartGame(k, x, bool(terminated and smb._flag_get), int(length[k]), bool(stood),
+                                         float(ret[k]))
     finally:
         for env in envs:
             env.close()

@@ -18,6 +18,7 @@ from config_optimized import Config, LearnerConfig
 from models.weights import flat_size
 from wrappers import count_actions
 from wrappers.families import game_family
+from wrappers.registry import greedy_games_are_starts
 
 from ..transport import shm
 from ..replay.consolidator import Consolidator
@@ -196,7 +197,8 @@ def build_pipeline(cfg: Config, hw: Hardware, log, notes: list[str], t_start: fl
         evals = PeriodicEval(Path(run.run_dir), every, run.eval_episodes, eval_epsilons, eval_metric,
                              cfg.seed + 7_919, log, start.best_eval,
                              (start.agent_steps // every + 1) * every if every else 0, run.confirm_episodes, children,
-                             Path(run.run_dir) / VIDEOS_DIR if run.capture_video else None)
+                             Path(run.run_dir) / VIDEOS_DIR if run.capture_video else None,
+                             run.confirm_every_start and greedy_games_are_starts(cfg.env, cfg.env_options))
         undo.callback(evals.close)
         n_weights = flat_size(learner.model)
         control = ControlBlock.create(n_weights)
