@@ -434,7 +434,7 @@ def stages_markdown(reps: list[dict]) -> str:
     beside the R2D2 agent's agent steps to its first greedy flag on the same stage."""
     anchors = stage_anchors()
     lines = ["| stage | seed | first greedy flag: agent steps (minutes) | kept weights: agent steps (minutes) | "
-             "kept weights played again: flags greedy / at 0.05 (; greedy from every start) | trained: agent steps | "
+             "kept weights played again: flags greedy / at 0.05 (and from every start, greedy, where played) | trained: agent steps | "
              f"{anchors['agent']}: agent steps to its first greedy flag |", "|---" * 7 + "|"]
     for rep in reps:
         stage = stage_name(rep["env"])
