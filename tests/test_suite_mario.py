@@ -283,6 +283,7 @@ def test_mario_suite_trains_plays_the_kept_weights_and_then_only_reads(tmp_path)
     for env, suite_dir in (("SuperMarioBros-1-1", dirs["suite-mario"]), ("SuperMarioBros-4-1", dirs["suite-mario-4-1"])):
         plays = json.loads((suite_dir / "seed3" / env / M.EVAL_FILE).read_text())
         assert plays["weights"] == "checkpoint.pt" and plays["agent_steps"] >= 500  # no evaluation kept weights
+        assert [g["noops"] for g in plays["every_start"]["games"]] == list(range(31))  # the preset's 0-30 starts
         for how, eps in (("greedy", 0.0), ("noisy", 0.05)):
             assert plays[how]["epsilon"] == eps and len(plays[how]["games"]) == 2
             assert plays[how]["seed"] == M.play_seeds(3)[how]
