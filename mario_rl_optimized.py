@@ -49,6 +49,14 @@ def check_mode(args: argparse.Namespace) -> str | None:
         raise ConfigError("--video records an episode played by --eval; add --eval RUN_DIR, or drop --video")
     if args.video_episodes is not None and not args.video:
         raise ConfigError("--video-episodes says how many games --video films; add --video PATH.mp4, or drop it")
+    if args.every_start and mode != "eval":
+        raise ConfigError("--every-start plays --eval's games from every no-op start; add --eval RUN, or drop it")
+    if args.every_start:
+        given = [f for f, v in (("--video", args.video), ("--eval-epsilon", args.eval_epsilon),
+                                ("--sticky-actions", args.sticky_actions), ("--noop-max", args.noop_max)) if v is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: --every-start plays each start the run trained with once, greedy and "
+                              "unfilmed; drop them, or drop --every-start to play --episodes games")
     if args.private and mode != "push_to_hub":
         raise ConfigError("--private is for --push-to-hub REPO; add it, or drop --private")
     if mode is None:
@@ -85,6 +93,31 @@ def check_episodes(args: argparse.Namespace) -> None:
         raise ConfigError(f"--episodes {args.episodes}: must be a positive integer")
 
 
+def run_every_start(source: str, folder: Path) -> int:
+    """--eval RUN --every-start: greedy from each no-op start, a line per missed start and the
+    share at the flag; the games to ``EVERY_START_NAME`` in the folder."""
+    from pipeline.evaluation.evaluate import eval_lock
+    from pipeline.evaluation.starts import play_every_start
+    from pipeline.records.files import EVERY_START_NAME
+    from pipeline.records.record import write_json
+
+    with eval_lock(folder):
+        try:
+            games = play_every_start(source)
+        except ValueError as e:
+            raise ConfigError(f"--every-start: {e}") from None
+        flags = sum(g.flag for g in games)
+        for g in games:
+            if not g.flag:
+                print(f"[EVAL] Start {g.noops} (no-op steps): " + (f"stood still at x {g.distance:,.0f}" if g.stood
+                      else f"ended at x {g.distance:,.0f}") + f" after {g.length:,} agent steps", flush=True)
+        out = write_json(folder / EVERY_START_NAME, {"checkpoint": source, "flags": flags,
+                                                     "games": [g.to_json() for g in games]})
+    print(f"[EVAL] Greedy from every start (no-op starts 0-{len(games) - 1}): the flag in {flags} of {len(games)}; "
+          f"games: {out}", flush=True)
+    return 0
+
+
 def run_eval(args: argparse.Namespace) -> int:
     from pipeline.evaluation.evaluate import eval_lock, evaluate
     from pipeline.records.files import EVAL_HISTORY_NAME, EVAL_NAME
@@ -110,6 +143,8 @@ def run_eval(args: argparse.Namespace) -> int:
     folder = results_dir or (path if path.is_dir() else path.parent)
     if not folder.is_dir():
         raise ConfigError(f"--eval {args.eval}: no such run folder or checkpoint")
+    if args.every_start:
+        return run_every_start(source, folder)
     with eval_lock(folder):  # one --eval at a time writes a folder's eval.json
         # a corrupt or foreign checkpoint fails inside, with the file named, before any env starts
         res = evaluate(source, args.episodes, args.video, seed=args.seed if args.seed is not None else 12345,

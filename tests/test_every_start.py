@@ -45,3 +45,40 @@ def test_a_start_that_stands_still_is_cut_where_it_stands(tmp_path):
 def test_games_that_are_not_one_per_start_are_refused(tmp_path):
     with pytest.raises(ValueError, match="sticky actions 0.25: a start is many games"):
         play_every_start(_run(tmp_path, 0, mario_actions="right_run", sticky_actions=0.25))
+
+
+def test_eval_every_start_prints_each_missed_start_and_the_share(tmp_path, capsys):
+    import json
+
+    from mario_rl_optimized import main
+
+    run = _run(tmp_path, 0, mario_actions="right_run", noop_max=3)
+    assert main(["--eval", str(run), "--every-start"]) == 0
+    out = capsys.readouterr().out
+    assert "[EVAL] Greedy from every start (no-op starts 0-3): the flag in 0 of 4" in out, out
+    assert [line.split(" (")[0] for line in out.splitlines() if line.startswith("[EVAL] Start ")] == [
+        f"[EVAL] Start {k}" for k in range(4)]
+    saved = json.loads((run / "eval_every_start.json").read_text())
+    assert saved["flags"] == 0 and [g["noops"] for g in saved["games"]] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("argv,said", [
+    (["--every-start"], "--every-start plays --eval's games from every no-op start; add --eval RUN"),
+    (["--eval", "RUN", "--every-start", "--eval-epsilon", "0.05"], "--eval-epsilon: --every-start plays each start"),
+    (["--eval", "RUN", "--every-start", "--noop-max", "5"], "--noop-max: --every-start plays each start"),
+])
+def test_eval_every_start_refuses_what_it_would_drop(argv, said, tmp_path, capsys):
+    from mario_rl_optimized import main
+
+    run = _run(tmp_path, 0, mario_actions="right_run", noop_max=3)
+    assert main([str(run) if a == "RUN" else a for a in argv]) == 2
+    assert said in capsys.readouterr().err
+    assert not (run / "eval_every_start.json").exists()
+
+
+def test_eval_every_start_refuses_a_run_with_sticky_actions_in_one_line(tmp_path, capsys):
+    from mario_rl_optimized import main
+
+    run = _run(tmp_path, 0, mario_actions="right_run", sticky_actions=0.25)
+    assert main(["--eval", str(run), "--every-start"]) == 2
+    assert "--every-start: trained with sticky actions 0.25: a start is many games" in capsys.readouterr().err

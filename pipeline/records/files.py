@@ -39,6 +39,7 @@ METRICS_NAME = "metrics.jsonl"
 EPISODES_NAME = "episodes.jsonl"
 EVALS_NAME = "evals.jsonl"
 EVAL_NAME = "eval.json"
+EVERY_START_NAME = "eval_every_start.json"  # --eval --every-start: greedy Mario's game from each no-op start
 EVAL_HISTORY_NAME = "eval_history.jsonl"
 CURVE_NAME = "learning_curve.png"
 LOG_NAME = "train.log"

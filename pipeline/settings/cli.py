@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "best_eval.pt, else best.pt, else checkpoint.pt, and it says which), a .pt file, or hf://user/repo")
     modes.add_argument("--episodes", type=_number(int, "--episodes 10"), default=10, help="episodes to play with --eval (--eval-epsilon sets "
                                                                 "its random-action probability)")
+    modes.add_argument("--every-start", action="store_true",
+                       help="with --eval (Mario without sticky actions): play greedy once from each no-op start "
+                            "(0 to the run's noop_max) instead of --episodes drawn games: greedy Mario has no "
+                            "other games, so the flags are the exact share")
     modes.add_argument("--video", metavar="PATH.mp4", help="with --eval: film the first game (H.264, plays in a browser)")
     modes.add_argument("--video-episodes", type=_number(int, "--video-episodes 3"), metavar="N",
                        help="with --video: film the first N games, one after another (default 1)")
