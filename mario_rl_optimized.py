@@ -103,13 +103,14 @@ def run_every_start(source: str, folder: Path) -> int:
 
     with eval_lock(folder):
         try:
+            print(f"[EVAL] Playing {load(source).describe()}, greedy from every no-op start", flush=True)
             games = play_every_start(source)
         except ValueError as e:
             raise ConfigError(f"--every-start: {e}") from None
         flags = sum(g.flag for g in games)
         for g in games:
             if not g.flag:
-                print(f"[EVAL] Start {g.noops} (no-op steps): " + (f"stood still at x {g.distance:,.0f}" if g.stood
+                print(f"[EVAL] Start {g.noops} ({g.noops} no-op agent steps): " + (f"stood still at x {g.distance:,.0f}" if g.stood
                       else f"ended at x {g.distance:,.0f}") + f" after {g.length:,} agent steps", flush=True)
         out = write_json(folder / EVERY_START_NAME, {"checkpoint": source, "flags": flags,
                                                      "games": [g.to_json() for g in games]})

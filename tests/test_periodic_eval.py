@@ -442,7 +442,11 @@ def test_a_mario_confirmation_plays_greedy_from_every_start(tmp_path):
     assert re.search(r"flag in [0-3]/3 greedy from every start, [0-2]/2 at 0.05 .*fresh games", lines[1]), lines[1]
     best = ckpt.load(tmp_path / BEST_EVAL_NAME)["best"]
     assert best["plays"][0] == {"epsilon": 0.0, "flags": sum(greedy["flags"]), "games": 3, "every_start": True}
+    from pipeline.evaluation.evaluate import load_policy, weights_said
     from pipeline.runtime.run import last_word
+
+    assert re.search(r"confirmed on fresh games: flag in [0-3]/3 greedy from every start, flag in [0-2]/2 at epsilon",
+                     weights_said(load_policy(tmp_path / BEST_EVAL_NAME)))
 
     assert re.search(r"the flag in [0-3]/3 greedy from every start and [0-2]/2 at 0.05 fresh games\.",
                      last_word(tmp_path, "total_steps", 1000, 60.0))

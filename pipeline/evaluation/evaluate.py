@@ -318,8 +318,9 @@ def weights_said(policy: Policy) -> str:
     at = f"at {steps:,} agent steps" if steps is not None else ""
     if policy.path.name == BEST_EVAL_NAME and "score" in best:
         if best.get("plays"):
-            how = ", ".join(f"flag in {p['flags']}/{p['games']} " + ("greedy" if p["epsilon"] == 0 else
-                                                                     f"at epsilon {p['epsilon']:g}") for p in best["plays"])
+            how = ", ".join(f"flag in {p['flags']}/{p['games']} " + (
+                ("greedy from every start" if p.get("every_start") else "greedy") if p["epsilon"] == 0
+                else f"at epsilon {p['epsilon']:g}") for p in best["plays"])
         else:
             how = f"mean {best['metric']} {best['score']:.2f} over {best['games']} games at epsilon {best['epsilon']:g}"
         return f"the weights the run's evaluations kept ({at + '; ' if at else ''}confirmed on fresh games: {how})"
