@@ -50,8 +50,8 @@ def play_every_start(checkpoint: str | Path, max_steps: int = 27_000,
     if sticky_probability(agent.env_id, opts.sticky_actions) > 0:
         raise ValueError(f"trained with sticky actions {opts.sticky_actions:g}: a start is many games, not one; "
                          "play them with --eval")
-    # Every start at once, one env each, stepped in lockstep: one batched forward a step instead
-    # of one per game (a batch-1 forward a step, 31 games, took minutes beside a training run).
+    # Every start at once, one env each, stepped in lockstep: one batched forward an agent step
+    # for all the games still playing, instead of one per game.
     envs = [agent.make_env() for _ in range(opts.noop_max + 1)]
     try:
         obs = np.stack([env.reset(seed=k, options={"noops": k} if opts.noop_max else None)[0]
