@@ -65,7 +65,7 @@ def after_checkpoint_name(name: str) -> str:
 RUN_FILES = (CHECKPOINT_NAME, METRICS_NAME, EPISODES_NAME, LOG_NAME, RECORD_NAME, REPLAY_NAME, BEST_NAME,
              EVALS_NAME, BEST_EVAL_NAME)
 # written by a run besides RUN_FILES (which mark a folder as a run's)
-OTHER_FILES = (CURVE_NAME, EVAL_NAME, EVAL_HISTORY_NAME, FLAG_VIDEO_NAME, CANDIDATE_NAME, PENDING_NAME,
+OTHER_FILES = (CURVE_NAME, EVAL_NAME, EVAL_HISTORY_NAME, EVERY_START_NAME, FLAG_VIDEO_NAME, CANDIDATE_NAME, PENDING_NAME,
                TRACKING_ID_FILE, *(after_checkpoint_name(n) for n in (EPISODES_NAME, METRICS_NAME, EVALS_NAME)))
 OTHER_FOLDERS = (TB_DIR, WANDB_DIR, VIDEOS_DIR)
 # What --overwrite clears (with OTHER_FOLDERS): every file of a run, each with the NAME.tmp that a
