@@ -311,6 +311,11 @@ class Policy:
     state: dict           # the whole checkpoint (its counters, its "best" where the run kept it for a score)
 
 
+def greedy_said(play: dict) -> str:
+    """How a greedy play of a Mario evaluation is named: from every no-op start, or greedy games."""
+    return "greedy from every start" if play.get("every_start") else "greedy"
+
+
 def weights_said(policy: Policy) -> str:
     """What the weights played are, in words: what kept them, from when, with what score."""
     best = policy.state.get("best") or {}
@@ -318,9 +323,8 @@ def weights_said(policy: Policy) -> str:
     at = f"at {steps:,} agent steps" if steps is not None else ""
     if policy.path.name == BEST_EVAL_NAME and "score" in best:
         if best.get("plays"):
-            how = ", ".join(f"flag in {p['flags']}/{p['games']} " + (
-                ("greedy from every start" if p.get("every_start") else "greedy") if p["epsilon"] == 0
-                else f"at epsilon {p['epsilon']:g}") for p in best["plays"])
+            how = ", ".join(f"flag in {p['flags']}/{p['games']} " + (greedy_said(p) if p["epsilon"] == 0 else
+                                                                     f"at epsilon {p['epsilon']:g}") for p in best["plays"])
         else:
             how = f"mean {best['metric']} {best['score']:.2f} over {best['games']} games at epsilon {best['epsilon']:g}"
         return f"the weights the run's evaluations kept ({at + '; ' if at else ''}confirmed on fresh games: {how})"

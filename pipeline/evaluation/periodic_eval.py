@@ -350,9 +350,10 @@ class PeriodicEval:
                "phase": self.phase, "seed": self.games_seed, "plays": plays,
                **{k: [v for p in plays for v in p[k]] for k in ("returns", "lengths", "distances", "flags")}}
         append_jsonl(self.run_dir / EVALS_NAME, row)
-        ways = ", ".join(f"{sum(p['flags'])}/{len(p['flags'])} " + (
-            ("greedy from every start" if p.get("every_start") else "greedy") if p["epsilon"] == 0
-            else f"at {p['epsilon']:g}") for p in plays)
+        from .evaluate import greedy_said
+
+        ways = ", ".join(f"{sum(p['flags'])}/{len(p['flags'])} " + (greedy_said(p) if p["epsilon"] == 0 else
+                                                                   f"at {p['epsilon']:g}") for p in plays)
         if flags:
             self.last_flags = ways
         fresh = "fresh " if self.phase == "confirm" else ""

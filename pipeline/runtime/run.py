@@ -203,9 +203,10 @@ def last_word(run_dir: Path, stop_reason: str, agent_steps: int, wall_s: float) 
     except ckpt.CheckpointError as e:
         return ended + f"The kept weights {path} cannot be read: {e}"
     if name == BEST_EVAL_NAME and best.get("plays"):
-        ways = " and ".join(f"{p['flags']}/{p['games']} " + (
-            ("greedy from every start" if p.get("every_start") else "greedy") if p["epsilon"] == 0
-            else f"at {p['epsilon']:g}") for p in best["plays"])
+        from ..evaluation.evaluate import greedy_said
+
+        ways = " and ".join(f"{p['flags']}/{p['games']} " + (greedy_said(p) if p["epsilon"] == 0 else f"at {p['epsilon']:g}")
+                            for p in best["plays"])
         reached = f"the flag in {ways}" + (" fresh games" if any(not p.get("every_start") for p in best["plays"]) else "")
     elif name == BEST_EVAL_NAME and best:
         reached = f"mean {best.get('metric', 'score')} {best['score']:.2f} over {best.get('games', '?')} fresh games"
