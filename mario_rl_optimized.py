@@ -106,7 +106,7 @@ def run_every_start(source: str, folder: Path) -> int:
             print(f"[EVAL] Playing {load(source).describe()}, greedy from every no-op start", flush=True)
             games = play_every_start(source)
         except ValueError as e:
-            raise ConfigError(f"--every-start: {e}") from None
+            raise ConfigError(f"--every-start: {e}; drop --every-start to play its games") from None
         flags = sum(g.flag for g in games)
         for g in games:
             if not g.flag:

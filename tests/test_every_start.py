@@ -81,4 +81,4 @@ def test_eval_every_start_refuses_a_run_with_sticky_actions_in_one_line(tmp_path
 
     run = _run(tmp_path, 0, mario_actions="right_run", sticky_actions=0.25)
     assert main(["--eval", str(run), "--every-start"]) == 2
-    assert "--every-start: trained with sticky actions 0.25: a start is many games" in capsys.readouterr().err
+    assert "--every-start: sticky actions 0.25: a start is many games, not one; drop --every-start" in capsys.readouterr().err

@@ -462,8 +462,8 @@ def test_confirming_on_every_start_is_refused_where_greedy_games_are_not_one_per
     hw = Hardware(2, 24 * 2**30, 20 * 2**30, "test cpu", True, False, None, 0, False)
     mario = dict(env="SuperMarioBros-1-1-v0", eval_interval=50_000, confirm_every_start=True)
     validate(Config.of(**mario), hw)
-    for bad, said in [({"env": "ALE/Pong-v5"}, "ALE/Pong-v5: greedy play has one game per no-op start only on Mario"),
-                      ({"sticky_actions": 0.25}, "only on Mario without sticky actions"),
+    for bad, said in [({"env": "ALE/Pong-v5"}, "ALE/Pong-v5: every start is for Mario's stages"),
+                      ({"sticky_actions": 0.25}, "sticky actions 0.25: a start is many games"),
                       ({"eval_interval": 0}, "which are off; add --eval-interval 50000")]:
         with pytest.raises(ConfigError, match=f"--confirm-every-start True: .*{said}"):
             validate(Config.of(**{**mario, **bad}), hw)

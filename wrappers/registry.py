@@ -86,8 +86,18 @@ def sticky_probability(env_id: str, requested: float) -> float:
     return 0.0 if is_mario(env_id) else ale_default_sticky(env_id)
 
 
+def why_starts_are_not_games(env_id: str, opts) -> str | None:
+    """Why greedy play of ``env_id`` with these EnvOptions is not one game per no-op start, or None
+    where it is: Mario without sticky actions (the NES and greedy play are deterministic, and the
+    start is all that differs between its games)."""
+    if not is_mario(env_id):
+        return f"{env_id}: every start is for Mario's stages, whose games differ only by their no-op start"
+    sticky = sticky_probability(env_id, opts.sticky_actions)
+    if sticky > 0:
+        return f"sticky actions {sticky:g}: a start is many games, not one"
+    return None
+
+
 def greedy_games_are_starts(env_id: str, opts) -> bool:
-    """Whether greedy play of ``env_id`` with these EnvOptions has one game per no-op start: Mario
-    without sticky actions (the NES and greedy play are deterministic, and the start is all that
-    differs between its games)."""
-    return is_mario(env_id) and not sticky_probability(env_id, opts.sticky_actions) > 0
+    """Whether greedy play of ``env_id`` has one game per no-op start (``why_starts_are_not_games``)."""
+    return why_starts_are_not_games(env_id, opts) is None

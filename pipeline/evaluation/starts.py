@@ -40,16 +40,13 @@ def play_every_start(checkpoint: str | Path, max_steps: int = 27_000,
     does: at the game's end, at ``max_steps`` agent steps, or where it stood still for
     ``stand_still`` agent steps. Raises ValueError where the games are not deterministic (sticky
     actions) or not Mario's."""
-    from wrappers.registry import is_mario, sticky_probability
+    from wrappers.registry import why_starts_are_not_games
 
     agent = load(checkpoint)
     opts = agent.config.env_options
-    if not is_mario(agent.env_id):
-        raise ValueError(f"{agent.env_id}: every start is for Mario's stages, whose games differ only by their "
-                         "no-op start; play ALE games with --eval")
-    if sticky_probability(agent.env_id, opts.sticky_actions) > 0:
-        raise ValueError(f"trained with sticky actions {opts.sticky_actions:g}: a start is many games, not one; "
-                         "play them with --eval")
+    why = why_starts_are_not_games(agent.env_id, opts)
+    if why is not None:
+        raise ValueError(why)
     # Every start at once, one env each, stepped in lockstep: one batched forward an agent step
     # for all the games still playing, instead of one per game.
     envs = [agent.make_env() for _ in range(opts.noop_max + 1)]

@@ -58,7 +58,7 @@ def check_eval_epsilon(eval_epsilon: float) -> None:
 
 def validate(cfg: Config, hw: Hardware) -> list[str]:
     """Raise ConfigError for the first impossible setting; return warnings for dubious ones."""
-    from wrappers.registry import UnknownEnvError, check_env_id, greedy_games_are_starts, is_mario, is_module_env_id
+    from wrappers.registry import UnknownEnvError, check_env_id, is_mario, is_module_env_id, why_starts_are_not_games
 
     opts, col, rep, lrn, run = cfg.env_options, cfg.collectors, cfg.replay, cfg.learner, cfg.run
 
@@ -111,9 +111,10 @@ def validate(cfg: Config, hw: Hardware) -> list[str]:
     if run.score_metric == "distance" and not is_mario(cfg.env):
         bad("score_metric", f"{cfg.env} reports no distance; only Mario does. Use --score-metric return")
     if run.confirm_every_start:
-        if not greedy_games_are_starts(cfg.env, opts):
-            bad("confirm_every_start", f"{cfg.env}: greedy play has one game per no-op start only on Mario without "
-                                       "sticky actions; leave it false")
+        why = why_starts_are_not_games(cfg.env, opts)
+        if why is not None:
+            bad("confirm_every_start", f"{why}; confirming from every start needs one game per start (Mario "
+                                       "without sticky actions): leave it false")
         elif not run.eval_interval:
             bad("confirm_every_start", "confirms --eval-interval's evaluations, which are off; add --eval-interval "
                                        "50000 or leave it false")
