@@ -150,10 +150,11 @@ def kept_weights(run_dir: Path) -> Path:
 
 
 def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: int = EVAL_GAMES) -> dict:
-    """The kept weights played on ``episodes`` fresh games greedy and as many at ``NOISY_EPSILON``,
-    written to ``EVAL_FILE`` (whole or not at all); a file of the same weights is only read."""
+    """The kept weights played greedy once from every no-op start, on ``episodes`` fresh greedy
+    games (distinct starts of those) and on as many fresh games at ``NOISY_EPSILON``, written to
+    ``EVAL_FILE`` (whole or not at all); a file of the same weights is only read."""
     from pipeline.evaluation.evaluate import evaluate, weights_digest
-    from pipeline.evaluation.starts import play_every_start
+    from pipeline.evaluation.starts import distinct_starts, play_every_start
     from pipeline.records import checkpoint as ckpt
     from pipeline.records.record import write_json
 
@@ -162,7 +163,8 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
     path = run_dir / EVAL_FILE
     if path.is_file():
         kept = read_json(path, "the seed's final plays", f"delete {path} to play them again")
-        if kept.get("weights_sha256") == digest and kept.get("episodes") == episodes and "every_start" in kept:
+        if (kept.get("weights_sha256") == digest and kept.get("episodes") == episodes and "every_start" in kept
+                and "starts" in kept.get("greedy", {})):
             return kept
     try:
         state = ckpt.load(weights)
@@ -171,21 +173,30 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
     best = state.get("best") or {}
     at = best.get("agent_steps", state.get("counters", {}).get("agent_steps"))
     out = {"weights": weights.name, "weights_sha256": digest, "episodes": episodes, "agent_steps": at}
-    for how, epsilon in (("greedy", 0.0), ("noisy", NOISY_EPSILON)):
-        res = evaluate(weights, episodes, seed=play_seeds(seed)[how], epsilon=epsilon, log=lambda *_: None)
-        out[how] = {"epsilon": epsilon, "seed": play_seeds(seed)[how], "flags": sum(res.flags),
-                    "distance_mean": statistics.fmean(res.distances),
-                    "games": [{"distance": d, "length": n, "flag": f, "return": r, "random_near_end": k, "stood": st}
-                              for d, n, f, r, k, st in zip(res.distances, res.lengths, res.flags, res.returns,
-                                                           res.random_near_end, res.stood)]}
-        print(f"{tag}: {weights.name} ({at:,} agent steps) at epsilon {epsilon:g}: the flag in "
-              f"{out[how]['flags']} of {episodes} fresh games, mean distance {out[how]['distance_mean']:,.0f}",
-              flush=True)
     # the exact share: greedy play has one game per no-op start (pipeline/evaluation/starts.py)
-    starts = play_every_start(weights)
-    out["every_start"] = {"flags": sum(g.flag for g in starts), "games": [g.to_json() for g in starts]}
-    print(f"{tag}: {weights.name} greedy on every start (no-op starts 0-{len(starts) - 1}): the flag in "
-          f"{out['every_start']['flags']} of {len(starts)}", flush=True)
+    every = play_every_start(weights)
+    out["every_start"] = {"flags": sum(g.flag for g in every), "games": [g.to_json() for g in every]}
+    print(f"{tag}: {weights.name} greedy on every start (no-op starts 0-{len(every) - 1}): the flag in "
+          f"{out['every_start']['flags']} of {len(every)}", flush=True)
+    for how, epsilon in (("greedy", 0.0), ("noisy", NOISY_EPSILON)):
+        if how == "greedy":
+            # A fresh greedy game is a start not yet played: drawn without repeats (a start drawn
+            # twice is the same game twice; 10 drawn with repeats read 7 of 10 from 30-of-31
+            # weights, docs/notebook.md), and read from the starts' games, which are those games.
+            starts = distinct_starts(len(every), episodes, play_seeds(seed)[how])
+            games = [{"distance": g.distance, "length": g.length, "flag": g.flag, "return": g.ret,
+                      "random_near_end": 0, "stood": g.stood} for g in (every[k] for k in starts)]
+        else:
+            res = evaluate(weights, episodes, seed=play_seeds(seed)[how], epsilon=epsilon, log=lambda *_: None)
+            games = [{"distance": d, "length": n, "flag": f, "return": r, "random_near_end": k, "stood": st}
+                     for d, n, f, r, k, st in zip(res.distances, res.lengths, res.flags, res.returns,
+                                                  res.random_near_end, res.stood)]
+        out[how] = {"epsilon": epsilon, "seed": play_seeds(seed)[how], "flags": sum(g["flag"] for g in games),
+                    "distance_mean": statistics.fmean(g["distance"] for g in games), "games": games,
+                    **({"starts": starts} if how == "greedy" else {})}
+        print(f"{tag}: {weights.name} ({at:,} agent steps) at epsilon {epsilon:g}: the flag in "
+              f"{out[how]['flags']} of {episodes} fresh games" + (" (distinct starts)" if how == "greedy" else "")
+              + f", mean distance {out[how]['distance_mean']:,.0f}", flush=True)
     write_json(path, out)
     return out
 
@@ -368,9 +379,12 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
     every = [(seed, s["plays"]["every_start"]) for seed, s in rep["seeds"].items()
              if s["plays"] and s["plays"].get("every_start")]
     if every:
-        lines += ["", "Greedy from every no-op start (greedy play has one game per start, so these are all of them: "
-                  "the fresh games above are a draw of them, repeats included): "
-                  + "; ".join(f"seed {seed} the flag in {e['flags']} of {len(e['games'])}" for seed, e in every) + "."]
+        drawn = {seed for seed, s in rep["seeds"].items() if "starts" not in (s["plays"].get("greedy") or {})}
+        lines += ["", "Greedy from every no-op start (greedy play has one game per start, so these are all of them, "
+                  "and the fresh greedy games above are some of them, distinct starts): "
+                  + "; ".join(f"seed {seed} the flag in {e['flags']} of {len(e['games'])}"
+                              + (" (its fresh greedy games were drawn with repeats, as plays were before)"
+                                 if seed in drawn else "") for seed, e in every) + "."]
     if left_out and rep.get("left_out"):
         lines += ["", "Left out (another recipe than the suite's): "
                   + "; ".join(f"{run}, trained with {' '.join(d)}" for run, d in rep["left_out"].items()) + "."]

@@ -120,11 +120,50 @@ def test_report_gives_the_kept_weights_greedy_from_every_start(tmp_path):
     (run / M.EVAL_FILE).write_text(json.dumps(plays))
     rep = M.mario_report(tmp_path)
     md = M.mario_markdown(rep)
-    assert "from every no-op start" in md and "seed 1 the flag in 20 of 31." in md, md
+    assert "from every no-op start" in md and "distinct starts" in md, md
+    assert "seed 1 the flag in 20 of 31 (its fresh greedy games were drawn with repeats, as plays were before)." in md
     assert "Seed 1, greedy from every start: missed the flag at x 1,400 (start 0), x 1,403 (start 3, stood still), " in md
     assert "Seed 2, greedy from every start" not in md
     rows = M.stages_markdown([rep])
     assert "| 9/10 / 9/10; every start 20/31 |" in rows and "| 10/10 / 10/10 |" in rows, rows
+
+
+def test_fresh_greedy_games_are_distinct_starts_read_from_every_start(tmp_path, monkeypatch):
+    """Greedy Mario has one game per start, so the kept weights' fresh greedy games are distinct
+    starts (a start drawn twice is the same game twice), read from the every-start games: with
+    one start of 31 missed, 10 of them hold it at most once. A file of the same weights without
+    the starts (plays drawn with repeats) is played again; one with them is only read."""
+    from pipeline.evaluation import evaluate as E
+    from pipeline.evaluation import starts as S
+
+    assert sorted(S.distinct_starts(31, 31, 5)) == list(range(31))
+    assert S.distinct_starts(31, 10, 5) == S.distinct_starts(31, 10, 5) != S.distinct_starts(31, 10, 6)
+    twice = S.distinct_starts(3, 7, 1)
+    assert sorted(twice[:3]) == sorted(twice[3:6]) == [0, 1, 2]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "best_eval.pt").write_bytes(b"weights")
+    every = [S.StartGame(k, 2017.0 if k == 13 else 3161.0, k != 13, 169 if k == 13 else 270, False, 3000.0)
+             for k in range(31)]
+    calls = []
+    monkeypatch.setattr(S, "play_every_start", lambda w: calls.append("every") or every)
+    monkeypatch.setattr(E, "evaluate", lambda w, n, seed, epsilon, log: calls.append(epsilon) or E.EvalResult(
+        STAGE, [1.0] * n, [100] * n, [3161.0] * n, [True] * n, epsilon=epsilon, random_near_end=[0] * n,
+        stood=[False] * n))
+    monkeypatch.setattr(E, "weights_digest", lambda w: "sha")
+    monkeypatch.setattr(M, "kept_weights", lambda r: r / "best_eval.pt")
+    monkeypatch.setattr("pipeline.records.checkpoint.load", lambda w: {"best": {"agent_steps": 700_089}})
+    plays = M.play_kept_weights(run, 2, episodes=10)
+    greedy = plays["greedy"]
+    assert calls == ["every", 0.05] and len(set(greedy["starts"])) == 10
+    assert greedy["starts"] == S.distinct_starts(31, 10, M.play_seeds(2)["greedy"])
+    assert greedy["flags"] == 10 - (13 in greedy["starts"]) == sum(g["flag"] for g in greedy["games"])
+    assert [g["distance"] for g in greedy["games"]] == [every[k].distance for k in greedy["starts"]]
+    assert plays["every_start"]["flags"] == 30 and plays["noisy"]["flags"] == 10
+    assert M.play_kept_weights(run, 2, episodes=10) == plays and len(calls) == 2  # only read
+    del plays["greedy"]["starts"]
+    (run / M.EVAL_FILE).write_text(json.dumps(plays))
+    assert "starts" in M.play_kept_weights(run, 2, episodes=10)["greedy"] and len(calls) == 4  # played again
 
 
 def test_each_seed_is_counted_over_the_games_its_own_kept_weights_played(tmp_path):

@@ -2,10 +2,12 @@
 
 Mario's games differ only by their no-op start (0 to ``noop_max`` agent steps of NOOP after the
 reset; no sticky actions): the NES is deterministic, and so is greedy play, so there are
-``noop_max + 1`` games in all (31 with the preset) and "10 fresh greedy games" draws 10 of them,
-repeats included. Playing each once gives the flag rate itself: World 6-4's kept weights read 9
-of 10 fresh games and reach the axe from 18 of their 31 starts (docs/notebook.md, "Every start").
-One env per start, not the evaluation's batch (whose envs draw their starts).
+``noop_max + 1`` games in all (31 with the preset), and an evaluation's "10 fresh greedy games",
+whose envs draw their starts, draw 10 of them, repeats included: a start drawn twice is the same
+game counted twice. Playing each once gives the flag rate itself: World 6-4's kept weights read 9
+of 10 drawn games and reach the axe from 18 of their 31 starts (docs/notebook.md, "Every start");
+``distinct_starts`` picks fresh greedy games that are different games. One env per start, not
+the evaluation's batch.
 """
 from __future__ import annotations
 
@@ -31,6 +33,17 @@ class StartGame:
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def distinct_starts(starts: int, games: int, seed: int) -> list[int]:
+    """``games`` starts of ``starts`` (0 to ``starts - 1``) as fresh greedy games that are
+    different games: a seeded permutation of them, then another once every start is in (so a
+    start repeats only past ``starts`` games)."""
+    rng = np.random.default_rng(seed)
+    out: list[int] = []
+    while len(out) < games:
+        out += [int(k) for k in rng.permutation(starts)]
+    return out[:games]
 
 
 def play_every_start(checkpoint: str | Path, max_steps: int = 27_000,
