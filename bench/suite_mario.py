@@ -379,7 +379,7 @@ def mario_markdown(rep: dict, curves: bool = True, left_out: bool = True) -> str
     every = [(seed, s["plays"]["every_start"]) for seed, s in rep["seeds"].items()
              if s["plays"] and s["plays"].get("every_start")]
     if every:
-        drawn = {seed for seed, s in rep["seeds"].items() if "starts" not in (s["plays"].get("greedy") or {})}
+        drawn = {seed for seed, s in rep["seeds"].items() if "starts" not in ((s["plays"] or {}).get("greedy") or {})}
         lines += ["", "Greedy from every no-op start (greedy play has one game per start, so these are all of them, "
                   "and the fresh greedy games above are some of them, distinct starts): "
                   + "; ".join(f"seed {seed} the flag in {e['flags']} of {len(e['games'])}"

@@ -118,6 +118,7 @@ def test_report_gives_the_kept_weights_greedy_from_every_start(tmp_path):
               "stood": k == 3} for k in range(31)]
     plays["every_start"] = {"flags": 20, "games": games}
     (run / M.EVAL_FILE).write_text(json.dumps(plays))
+    (_seed(tmp_path, 3, [True] * 10) / M.EVAL_FILE).unlink()  # still training: no plays yet
     rep = M.mario_report(tmp_path)
     md = M.mario_markdown(rep)
     assert "from every no-op start" in md and "distinct starts" in md, md
