@@ -178,25 +178,24 @@ def play_kept_weights(run_dir: Path, seed: int, tag: str = "[SUITE]", episodes: 
     out["every_start"] = {"flags": sum(g.flag for g in every), "games": [g.to_json() for g in every]}
     print(f"{tag}: {weights.name} greedy on every start (no-op starts 0-{len(every) - 1}): the flag in "
           f"{out['every_start']['flags']} of {len(every)}", flush=True)
-    for how, epsilon in (("greedy", 0.0), ("noisy", NOISY_EPSILON)):
-        if how == "greedy":
-            # A fresh greedy game is a start not yet played: drawn without repeats (a start drawn
-            # twice is the same game twice; 10 drawn with repeats read 7 of 10 from 30-of-31
-            # weights, docs/notebook.md), and read from the starts' games, which are those games.
-            starts = distinct_starts(len(every), episodes, play_seeds(seed)[how])
-            games = [{"distance": g.distance, "length": g.length, "flag": g.flag, "return": g.ret,
-                      "random_near_end": 0, "stood": g.stood} for g in (every[k] for k in starts)]
-        else:
-            res = evaluate(weights, episodes, seed=play_seeds(seed)[how], epsilon=epsilon, log=lambda *_: None)
-            games = [{"distance": d, "length": n, "flag": f, "return": r, "random_near_end": k, "stood": st}
-                     for d, n, f, r, k, st in zip(res.distances, res.lengths, res.flags, res.returns,
-                                                  res.random_near_end, res.stood)]
+    # A fresh greedy game is a start not yet played: drawn without repeats (a start drawn twice is
+    # the same game twice; 10 drawn with repeats read 7 of 10 from 30-of-31 weights,
+    # docs/notebook.md), and read from the starts' games, which are those games.
+    starts = distinct_starts(len(every), episodes, play_seeds(seed)["greedy"])
+    res = evaluate(weights, episodes, seed=play_seeds(seed)["noisy"], epsilon=NOISY_EPSILON, log=lambda *_: None)
+    played = {"greedy": (0.0, [{"distance": g.distance, "length": g.length, "flag": g.flag, "return": g.ret,
+                                "random_near_end": 0, "stood": g.stood} for g in (every[k] for k in starts)]),
+              "noisy": (NOISY_EPSILON, [{"distance": d, "length": n, "flag": f, "return": r, "random_near_end": k,
+                                         "stood": st} for d, n, f, r, k, st in zip(res.distances, res.lengths, res.flags,
+                                                                                    res.returns, res.random_near_end,
+                                                                                    res.stood)])}
+    for how, (epsilon, games) in played.items():
         out[how] = {"epsilon": epsilon, "seed": play_seeds(seed)[how], "flags": sum(g["flag"] for g in games),
-                    "distance_mean": statistics.fmean(g["distance"] for g in games), "games": games,
-                    **({"starts": starts} if how == "greedy" else {})}
+                    "distance_mean": statistics.fmean(g["distance"] for g in games), "games": games}
         print(f"{tag}: {weights.name} ({at:,} agent steps) at epsilon {epsilon:g}: the flag in "
               f"{out[how]['flags']} of {episodes} fresh games" + (" (distinct starts)" if how == "greedy" else "")
               + f", mean distance {out[how]['distance_mean']:,.0f}", flush=True)
+    out["greedy"]["starts"] = starts
     write_json(path, out)
     return out
 
